@@ -1,0 +1,207 @@
+package org.sparkccl.core.param;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * The registry of every sparkccl parameter, and an immutable snapshot of their values. Build one
+ * with {@link #fromEnvironment()} (environment, then system properties) and add explicit settings
+ * with {@link #withOverrides(Map)}.
+ */
+public final class Params {
+    private static final List<Param<?>> ALL = new ArrayList<>();
+
+    public static final Param<String> DEBUG = define("DEBUG", "WARN",
+            "log level: WARN, INFO or TRACE", s -> oneOf(s.toUpperCase(Locale.ROOT), "WARN", "INFO", "TRACE", "VERSION"));
+    public static final Param<String> DEBUG_SUBSYS = define("DEBUG_SUBSYS", "ALL",
+            "comma-separated subsystems to log: INIT, GRAPH, TUNING, P2P, SHM, NET, COLL, ALL; ^ in front excludes",
+            s -> s.toUpperCase(Locale.ROOT));
+    public static final Param<String> ALGO = define("ALGO", "auto",
+            "collective algorithm: Ring (or auto)", s -> s);
+    public static final Param<String> PROTO = define("PROTO", "auto",
+            "protocol: LL, Simple or auto (the tuner chooses by size)", s -> s);
+    public static final Param<String> TOPO_FILE = define("TOPO_FILE", "",
+            "topology file to use instead of reading sysfs", s -> s);
+    public static final Param<Boolean> P2P_DISABLE = define("P2P_DISABLE", false,
+            "1 disables GPU peer-to-peer (CUDA IPC) transports; GPUs then stage through host memory",
+            Params::parseBoolean);
+    public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
+            "1 disables the shared-memory transport", Params::parseBoolean);
+    public static final Param<Long> BUFFSIZE = define("BUFFSIZE", 1L << 20,
+            "bytes of Simple-protocol buffer per channel and peer (split into 8 slots)", Params::parseSize);
+    public static final Param<Long> LL_BUFFSIZE = define("LL_BUFFSIZE", 256L << 10,
+            "bytes of LL-protocol buffer per channel and peer, flags included (split into 8 slots)", Params::parseSize);
+    public static final Param<Integer> NCHANNELS = define("NCHANNELS", 0,
+            "number of channels (parallel rings); 0 lets sparkccl choose", Integer::parseInt);
+    public static final Param<Integer> SPINS_BEFORE_YIELD = define("SPINS_BEFORE_YIELD", 2000,
+            "busy-wait polls before a waiting rank starts to yield its core", Integer::parseInt);
+    public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
+            "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
+    public static final Param<Long> LL_THRESHOLD = define("LL_THRESHOLD", -1L,
+            "message size in bytes up to which the tuner picks LL; -1 uses the measured default", Params::parseSize);
+
+    private final Map<Param<?>, Object> values;
+    private final Map<Param<?>, String> sources;
+
+    private Params(Map<Param<?>, Object> values, Map<Param<?>, String> sources) {
+        this.values = values;
+        this.sources = sources;
+    }
+
+    /** Every registered parameter, in definition order. */
+    public static List<Param<?>> all() {
+        return Collections.unmodifiableList(ALL);
+    }
+
+    /** Defaults only: nothing from the environment. */
+    public static Params defaults() {
+        return new Params(new LinkedHashMap<>(), new LinkedHashMap<>());
+    }
+
+    /** Defaults, overridden by {@code SPARKCCL_*} environment variables, then by {@code -Dsparkccl.*}. */
+    public static Params fromEnvironment() {
+        Map<String, String> settings = new LinkedHashMap<>();
+        for (Param<?> p : ALL) {
+            String env = System.getenv(p.envName());
+            if (env != null && !env.isBlank()) {
+                settings.put(p.envName(), env);
+            }
+            String prop = System.getProperty("sparkccl." + p.confName());
+            if (prop != null && !prop.isBlank()) {
+                settings.put(p.envName(), prop);
+            }
+        }
+        return defaults().withOverrides(settings);
+    }
+
+    /**
+     * A copy with these settings applied. Keys may be {@code SPARKCCL_NAME}, {@code NAME},
+     * {@code confName} or {@code spark.sparkccl.confName}; unknown {@code spark.sparkccl.*} keys are
+     * refused so that a typo does not pass silently. Other keys are ignored.
+     */
+    public Params withOverrides(Map<String, String> settings) {
+        Map<Param<?>, Object> v = new LinkedHashMap<>(values);
+        Map<Param<?>, String> s = new LinkedHashMap<>(sources);
+        for (Map.Entry<String, String> e : settings.entrySet()) {
+            Param<?> p = find(e.getKey());
+            if (p == null) {
+                if (e.getKey().startsWith("spark.sparkccl.") || e.getKey().startsWith("SPARKCCL_")) {
+                    throw new IllegalArgumentException("unknown sparkccl parameter '" + e.getKey() + "'; known: "
+                            + names());
+                }
+                continue;
+            }
+            v.put(p, p.parse(e.getValue(), e.getKey()));
+            s.put(p, e.getKey());
+        }
+        return new Params(v, s);
+    }
+
+    @SuppressWarnings("unchecked")
+    public <T> T get(Param<T> p) {
+        return values.containsKey(p) ? (T) values.get(p) : p.defaultValue();
+    }
+
+    public boolean isSet(Param<?> p) {
+        return values.containsKey(p);
+    }
+
+    /** The settings that differ from defaults, as {@code NAME=value (from source)} lines: logged once at init. */
+    public List<String> describeSet() {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<Param<?>, Object> e : values.entrySet()) {
+            out.add(e.getKey().name() + "=" + e.getValue() + " (from " + sources.get(e.getKey()) + ")");
+        }
+        return out;
+    }
+
+    /** The settings as {@code SPARKCCL_NAME -> text}, to hand to another process. */
+    public Map<String, String> toEnvironment() {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Map.Entry<Param<?>, Object> e : values.entrySet()) {
+            Object value = e.getValue();
+            out.put(e.getKey().envName(), value instanceof Boolean ? ((Boolean) value ? "1" : "0") : String.valueOf(value));
+        }
+        return out;
+    }
+
+    public static Param<?> find(String key) {
+        String k = key;
+        if (k.startsWith("spark.sparkccl.")) {
+            k = k.substring("spark.sparkccl.".length());
+        } else if (k.startsWith("sparkccl.")) {
+            k = k.substring("sparkccl.".length());
+        } else if (k.startsWith("SPARKCCL_")) {
+            k = k.substring("SPARKCCL_".length());
+        }
+        for (Param<?> p : ALL) {
+            if (p.name().equals(k) || p.confName().equals(k)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    private static String names() {
+        List<String> n = new ArrayList<>();
+        for (Param<?> p : ALL) {
+            n.add(p.confName());
+        }
+        return String.join(", ", n);
+    }
+
+    /** Registers a parameter; other modules define theirs (e.g. allowSharedGpu) through this too. */
+    public static synchronized <T> Param<T> define(String name, T defaultValue, String description,
+                                                   Function<String, T> parser) {
+        for (Param<?> p : ALL) {
+            if (p.name().equals(name)) {
+                throw new IllegalStateException("parameter " + name + " defined twice");
+            }
+        }
+        Param<T> p = new Param<>(name, defaultValue, description, parser);
+        ALL.add(p);
+        return p;
+    }
+
+    public static boolean parseBoolean(String s) {
+        switch (s.toLowerCase(Locale.ROOT)) {
+            case "1": case "true": case "yes": case "on": return true;
+            case "0": case "false": case "no": case "off": return false;
+            default: throw new IllegalArgumentException("expected 1/0 or true/false");
+        }
+    }
+
+    /** Bytes with an optional K, M or G suffix (powers of 1024). */
+    public static long parseSize(String s) {
+        String t = s.trim().toUpperCase(Locale.ROOT);
+        long mul = 1;
+        if (t.endsWith("B")) {
+            t = t.substring(0, t.length() - 1);
+        }
+        if (t.endsWith("K")) {
+            mul = 1L << 10;
+        } else if (t.endsWith("M")) {
+            mul = 1L << 20;
+        } else if (t.endsWith("G")) {
+            mul = 1L << 30;
+        }
+        if (mul != 1) {
+            t = t.substring(0, t.length() - 1);
+        }
+        return Long.parseLong(t.trim()) * mul;
+    }
+
+    private static String oneOf(String s, String... allowed) {
+        for (String a : allowed) {
+            if (a.equals(s)) {
+                return s;
+            }
+        }
+        throw new IllegalArgumentException("expected one of " + String.join(", ", allowed));
+    }
+}

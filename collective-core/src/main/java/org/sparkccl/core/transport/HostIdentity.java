@@ -1,0 +1,56 @@
+package org.sparkccl.core.transport;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+
+/**
+ * Where this process runs: a host id that differs between machines (and containers with their own
+ * kernel boot), the process id, and the device number of /dev/shm (two containers on one host
+ * share memory only if they share that mount).
+ */
+public final class HostIdentity {
+    private static final Path BOOT_ID = Paths.get("/proc/sys/kernel/random/boot_id");
+    private static final Path DEV_SHM = Paths.get("/dev/shm");
+
+    private HostIdentity() {
+    }
+
+    /** Host name plus kernel boot id: equal for processes of one machine, different across machines. */
+    public static String hostId() {
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = "unknown-host";
+        }
+        String boot = "";
+        try {
+            boot = Files.readString(BOOT_ID).trim();
+        } catch (IOException | RuntimeException e) {
+            // Not Linux, or /proc hidden: the host name alone has to do.
+        }
+        return host + "/" + boot;
+    }
+
+    public static long pid() {
+        return ProcessHandle.current().pid();
+    }
+
+    /** Device number of /dev/shm, or -1 where there is none. */
+    public static long shmDevice() {
+        try {
+            Object dev = Files.getAttribute(DEV_SHM, "unix:dev");
+            return ((Number) dev).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** True when a process with this pid exists on this host. */
+    public static boolean isAlive(long pid) {
+        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+}
