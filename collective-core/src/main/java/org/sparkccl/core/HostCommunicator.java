@@ -1,0 +1,534 @@
+package org.sparkccl.core;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.BooleanSupplier;
+import org.agrona.UnsafeApi;
+import org.agrona.concurrent.AtomicBuffer;
+import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.log.Subsys;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.proto.ChannelLayout;
+import org.sparkccl.core.proto.CollectiveHeader;
+import org.sparkccl.core.proto.CollectiveHeader.Kind;
+import org.sparkccl.core.proto.Connection;
+import org.sparkccl.core.proto.LlPrimitives;
+import org.sparkccl.core.proto.Primitives;
+import org.sparkccl.core.proto.Protocol;
+import org.sparkccl.core.proto.SegmentLayout;
+import org.sparkccl.core.proto.SimplePrimitives;
+import org.sparkccl.core.ring.RingCollectives;
+import org.sparkccl.core.transport.ExposedRegion;
+import org.sparkccl.core.transport.MemoryTransport;
+import org.sparkccl.core.transport.RankInfo;
+import org.sparkccl.core.transport.SharedRegion;
+import org.sparkccl.core.tune.Tuner;
+import org.sparkccl.core.wait.PeerMonitor;
+import org.sparkccl.core.wait.WaitLoop;
+
+/**
+ * The CPU engine: ranks on one host share memory (a region per rank, see {@link SegmentLayout})
+ * and run the ring collectives with Java code over it. Built with one bootstrap round: each rank
+ * exposes its region before the round and opens its peers' after it.
+ */
+public final class HostCommunicator implements Communicator {
+    static final String ENTRY_TRANSPORT = "host.transport";
+    static final String ENTRY_REGION = "host.region";
+    static final String ENTRY_LAYOUT = "host.layout";
+    private static final long CHANNEL_ALIGN_BYTES = 64;
+
+    private final int rank;
+    private final int size;
+    private final CclLog log;
+    private final Tuner tuner;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private ExposedRegion own;
+    private SharedRegion[] regions;
+    private Channel[] channels = new Channel[0];
+    private ExecutorService channelThreads;
+    private int sequence;
+    private String brokenBy;
+    private boolean closed;
+
+    /** One channel's connection, its two protocols and its own wait loop (channels run on their own threads). */
+    private static final class Channel {
+        final WaitLoop wait;
+        final LlPrimitives ll;
+        final SimplePrimitives simple;
+        final long headerScratch;
+
+        Channel(Connection connection) {
+            this.wait = connection.waitLoop();
+            this.ll = new LlPrimitives(connection);
+            this.simple = new SimplePrimitives(connection);
+            this.headerScratch = UnsafeApi.allocateMemory(2L * CollectiveHeader.BYTES);
+        }
+
+        void close() {
+            ll.close();
+            UnsafeApi.freeMemory(headerScratch);
+        }
+    }
+
+    /** What one channel does for one collective, given its primitives and which of {@code active} channels it is. */
+    @FunctionalInterface
+    private interface ChannelWork {
+        void run(Primitives p, int channel, int active);
+    }
+
+    private HostCommunicator(Bootstrap bootstrap, Params params) {
+        this.rank = bootstrap.rank();
+        this.size = bootstrap.size();
+        this.log = new CclLog(rank, params);
+        int requested = params.get(Params.NCHANNELS);
+        this.tuner = new Tuner(params, requested > 0 ? requested : 1);
+    }
+
+    public static HostCommunicator create(Bootstrap bootstrap, List<MemoryTransport> transports, Params params) {
+        return create(bootstrap, transports, params, () -> false);
+    }
+
+    /**
+     * Builds the communicator: exactly one {@code allGather} on the bootstrap, every rank together.
+     * {@code cancelled} is polled while waiting (Spark passes its task-killed flag).
+     */
+    public static HostCommunicator create(Bootstrap bootstrap, List<MemoryTransport> transports, Params params,
+                                          BooleanSupplier cancelled) {
+        HostCommunicator comm = new HostCommunicator(bootstrap, params);
+        try {
+            comm.connect(bootstrap, transports, params, cancelled);
+            return comm;
+        } catch (RuntimeException e) {
+            comm.abort(e);
+            comm.close();
+            throw e;
+        }
+    }
+
+    private void connect(Bootstrap bootstrap, List<MemoryTransport> transports, Params params, BooleanSupplier cancelled) {
+        for (String line : params.describeSet()) {
+            log.info(Subsys.INIT, "%s", line);
+        }
+        int nch = params.get(Params.NCHANNELS) > 0 ? params.get(Params.NCHANNELS) : 1;
+        SegmentLayout layout = new SegmentLayout(
+                new ChannelLayout(params.get(Params.LL_BUFFSIZE), params.get(Params.BUFFSIZE)), nch);
+        RankInfo me = RankInfo.local(rank, size);
+        MemoryTransport exposing = null;
+        if (size > 1) {
+            exposing = chooseExposingTransport(transports);
+            own = exposing.expose(layout.totalBytes(), "rank " + rank);
+            AtomicBuffer control = own.buffer();
+            control.putLong(SegmentLayout.MAGIC_OFFSET, SegmentLayout.MAGIC);
+            control.putInt(SegmentLayout.VERSION_OFFSET, SegmentLayout.VERSION);
+            control.putLong(SegmentLayout.PID_OFFSET, me.pid());
+            control.putIntVolatile(SegmentLayout.STATE_OFFSET, SegmentLayout.STATE_RUNNING);
+            me = me.withEntry(ENTRY_TRANSPORT, exposing.name().getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                    .withEntry(ENTRY_REGION, own.connectBlob())
+                    .withEntry(ENTRY_LAYOUT, encodeLayout(layout));
+            log.info(Subsys.INIT, "exposed %d bytes via %s (%d channel(s), LL slot %d B, Simple slot %d B)",
+                    layout.totalBytes(), exposing.name(), nch, layout.channel().llSlotBytes(),
+                    layout.channel().simpleSlotBytes());
+        }
+
+        byte[][] gathered = bootstrap.allGather(me.encode());
+        if (size == 1) {
+            log.info(Subsys.INIT, "single rank: collectives are local copies");
+            return;
+        }
+        RankInfo[] infos = new RankInfo[size];
+        for (int r = 0; r < size; r++) {
+            infos[r] = RankInfo.decode(gathered[r], r, size);
+            byte[] theirLayout = infos[r].entry(ENTRY_LAYOUT);
+            if (theirLayout == null || !java.util.Arrays.equals(theirLayout, encodeLayout(layout))) {
+                throw new CclException("rank " + rank + ": rank " + r + " uses different buffers or channel count than this"
+                        + " rank; set SPARKCCL_NCHANNELS, SPARKCCL_BUFFSIZE and SPARKCCL_LL_BUFFSIZE alike on every rank");
+            }
+        }
+
+        regions = new SharedRegion[size];
+        AtomicBuffer[] controls = new AtomicBuffer[size];
+        MemoryTransport[] peerTransports = new MemoryTransport[size];
+        regions[rank] = own;
+        controls[rank] = own.buffer();
+        peerTransports[rank] = exposing;
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            peerTransports[p] = transportFor(transports, me, infos[p]);
+            regions[p] = peerTransports[p].open(infos[p].entry(ENTRY_REGION), infos[p]);
+            resources.add(regions[p]);
+            AtomicBuffer control = regions[p].buffer();
+            if (control.getLong(SegmentLayout.MAGIC_OFFSET) != SegmentLayout.MAGIC
+                    || control.getInt(SegmentLayout.VERSION_OFFSET) != SegmentLayout.VERSION) {
+                throw new CclException("rank " + rank + ": the memory of rank " + p + " is not a sparkccl segment of version "
+                        + SegmentLayout.VERSION + "; use the same sparkccl jar on every executor");
+            }
+            control.getAndAddLong(SegmentLayout.ATTACHED_OFFSET, 1);
+            controls[p] = control;
+        }
+
+        MemoryTransport[] cleanup = peerTransports;
+        PeerMonitor monitor = new PeerMonitor(rank, infos, controls, pid -> {
+            for (MemoryTransport t : cleanup) {
+                if (t != null) {
+                    t.cleanUpAfter(pid);
+                }
+            }
+        });
+        int spins = params.get(Params.SPINS_BEFORE_YIELD);
+        long timeoutMs = params.get(Params.TIMEOUT_MS);
+
+        // Once every peer has the region open, its name can go: nothing is left behind if a process dies later.
+        WaitLoop initWait = new WaitLoop(rank, spins, timeoutMs, monitor, cancelled);
+        initWait.startCollective("communicator init");
+        while (own.buffer().getLongVolatile(SegmentLayout.ATTACHED_OFFSET) < size - 1) {
+            initWait.idle(-1, 0, "peers to open this rank's memory");
+        }
+        own.unlinkName();
+
+        int next = (rank + 1) % size;
+        int prev = (rank + size - 1) % size;
+        StringBuilder ringText = new StringBuilder();
+        for (int i = 0; i <= size; i++) {
+            ringText.append(i == 0 ? "" : " -> ").append(i % size);
+        }
+        channels = new Channel[nch];
+        for (int c = 0; c < nch; c++) {
+            log.info(Subsys.GRAPH, "Ring %02d : %s", c, ringText);
+            log.info(Subsys.INIT, "Channel %02d : %d[%d] -> %d[%d] via %s", c, rank, me.pid(), next, infos[next].pid(),
+                    peerTransports[next].name());
+            WaitLoop wait = new WaitLoop(rank, spins, timeoutMs, monitor, cancelled);
+            Connection connection = new Connection(layout.channel(), own.buffer(), layout.channelOffset(c),
+                    regions[next].buffer(), layout.channelOffset(c), prev, next, wait);
+            channels[c] = new Channel(connection);
+        }
+        if (nch > 1) {
+            channelThreads = Executors.newFixedThreadPool(nch - 1, r -> {
+                Thread t = new Thread(r, "sparkccl-rank" + rank + "-channel");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        log.info(Subsys.TUNING, "%s", tuner.describe());
+        log.info(Subsys.INIT, "communicator ready: rank %d of %d", rank, size);
+    }
+
+    private MemoryTransport chooseExposingTransport(List<MemoryTransport> transports) {
+        StringBuilder why = new StringBuilder();
+        for (MemoryTransport t : transports) {
+            String reason = t.unavailableReason();
+            if (reason == null) {
+                return t;
+            }
+            why.append("; ").append(t.name()).append(": ").append(reason);
+            log.info(Subsys.INIT, "transport %s unavailable: %s", t.name(), reason);
+        }
+        throw new CclException("rank " + rank + ": no transport can share memory here" + why);
+    }
+
+    private MemoryTransport transportFor(List<MemoryTransport> transports, RankInfo me, RankInfo peer) {
+        String name = new String(peer.entry(ENTRY_TRANSPORT), java.nio.charset.StandardCharsets.UTF_8);
+        for (MemoryTransport t : transports) {
+            if (t.name().equals(name)) {
+                String reason = t.cannotConnectReason(me, peer);
+                if (reason == null) {
+                    return t;
+                }
+                throw new CclException("rank " + rank + " cannot reach rank " + peer.rank() + " through " + name + ": "
+                        + reason + " (ranks on different hosts need the socket transport, which this build lacks)");
+            }
+        }
+        throw new CclException("rank " + rank + ": rank " + peer.rank() + " exposed its memory through " + name
+                + ", which this rank does not have; run the same sparkccl build and settings on every rank");
+    }
+
+    private static byte[] encodeLayout(SegmentLayout layout) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeInt(layout.channels());
+            out.writeInt(layout.channel().llSlotBytes());
+            out.writeInt(layout.channel().simpleSlotBytes());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+        return MemoryKind.HOST;
+    }
+
+    @Override
+    public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
+        checkCount(count);
+        int es = type.size();
+        if (size == 1) {
+            copyIfApart(send, recv, count * es);
+            return;
+        }
+        run(Kind.ALL_REDUCE, type, op, 0, count, count * es, (p, c, active) -> {
+            long[] slice = slice(count, es, c, active);
+            RingCollectives.allReduce(p, send, recv, slice[0], slice[1], es, size, rank, chunkElems(p, es));
+        });
+    }
+
+    @Override
+    public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op) {
+        checkCount(recvCount);
+        int es = type.size();
+        if (size == 1) {
+            copyIfApart(send, recv, recvCount * es);
+            return;
+        }
+        int[] ring = identityRing();
+        run(Kind.REDUCE_SCATTER, type, op, 0, recvCount, recvCount * es * size, (p, c, active) -> {
+            long[] slice = slice(recvCount, es, c, active);
+            RingCollectives.reduceScatter(p, send, recv, recvCount, slice[0], slice[1], es, ring, rank, chunkElems(p, es));
+        });
+    }
+
+    @Override
+    public void allGather(long send, long recv, long sendCount, DataType type) {
+        checkCount(sendCount);
+        int es = type.size();
+        if (size == 1) {
+            copyIfApart(send, recv, sendCount * es);
+            return;
+        }
+        int[] ring = identityRing();
+        run(Kind.ALL_GATHER, type, ReduceOp.SUM, 0, sendCount, sendCount * es * size, (p, c, active) -> {
+            long[] slice = slice(sendCount, es, c, active);
+            RingCollectives.allGather(p, send, recv, sendCount, slice[0], slice[1], es, ring, rank, chunkElems(p, es));
+        });
+    }
+
+    @Override
+    public void broadcast(long send, long recv, long count, DataType type, int root) {
+        checkCount(count);
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root + " is not a rank of 0.." + (size - 1));
+        }
+        int es = type.size();
+        if (size == 1) {
+            copyIfApart(send, recv, count * es);
+            return;
+        }
+        run(Kind.BROADCAST, type, ReduceOp.SUM, root, count, count * es, (p, c, active) -> {
+            long[] slice = slice(count, es, c, active);
+            RingCollectives.broadcast(p, send, recv, slice[0], slice[1], es, size, rank, root, chunkElems(p, es));
+        });
+    }
+
+    @Override
+    public void barrier() {
+        if (size == 1) {
+            ensureUsable();
+            return;
+        }
+        try (HostStagingBuffer token = new HostStagingBuffer(4)) {
+            UnsafeApi.putInt(token.address(), 1);
+            run(Kind.BARRIER, DataType.INT32, ReduceOp.SUM, 0, 1, 4, (p, c, active) ->
+                    RingCollectives.allReduce(p, token.address(), token.address(), 0, 1, 4, size, rank, 1));
+        }
+    }
+
+    @Override
+    public StagingBuffer allocateStaging(long bytes) {
+        return new HostStagingBuffer(bytes);
+    }
+
+    /** Runs one collective on its active channels: header check first, then the ring work. */
+    private void run(Kind kind, DataType type, ReduceOp op, int root, long count, long bytes, ChannelWork work) {
+        ensureUsable();
+        int seq = ++sequence;
+        Protocol protocol = tuner.protocol(bytes);
+        int active = tuner.activeChannels(bytes);
+        CollectiveHeader mine = new CollectiveHeader(seq, kind, type, op, protocol, root, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s on %d channel(s)", mine.describe(), active);
+        }
+        try {
+            if (active == 1) {
+                runChannel(0, active, mine, work);
+            } else {
+                runParallel(active, mine, work);
+            }
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
+    private void runParallel(int active, CollectiveHeader mine, ChannelWork work) {
+        List<Future<?>> others = new ArrayList<>();
+        for (int c = 1; c < active; c++) {
+            int channel = c;
+            others.add(channelThreads.submit(() -> runChannel(channel, active, mine, work)));
+        }
+        RuntimeException first = null;
+        try {
+            runChannel(0, active, mine, work);
+        } catch (RuntimeException e) {
+            first = e;
+            abort(e); // wakes this rank's other channels
+        }
+        for (Future<?> f : others) {
+            try {
+                f.get();
+            } catch (ExecutionException e) {
+                RuntimeException cause = e.getCause() instanceof RuntimeException
+                        ? (RuntimeException) e.getCause() : new CclException(e.getCause().toString(), e.getCause());
+                if (first == null) {
+                    first = cause;
+                    abort(cause);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                if (first == null) {
+                    first = new CclException("rank " + rank + ": interrupted while channels ran " + mine.describe());
+                    abort(first);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private void runChannel(int c, int active, CollectiveHeader mine, ChannelWork work) {
+        Channel ch = channels[c];
+        ch.wait.startCollective(mine.describe());
+        mine.write(ch.headerScratch);
+        ch.ll.exchangeHeader(ch.headerScratch, ch.headerScratch + CollectiveHeader.BYTES);
+        CollectiveHeader theirs = CollectiveHeader.read(ch.headerScratch + CollectiveHeader.BYTES);
+        if (!mine.sameCall(theirs)) {
+            int prev = (rank + size - 1) % size;
+            throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
+                    + " but rank " + prev + " (its ring predecessor) called "
+                    + (theirs == null ? "something unreadable" : theirs.describe())
+                    + "; every rank must make the same collective calls, in the same order, with the same count, type and op");
+        }
+        Primitives p = mine.protocol == Protocol.LL ? ch.ll : ch.simple;
+        p.begin(mine.type, mine.op, size);
+        work.run(p, c, active);
+    }
+
+    /** Elements per ring chunk: two Simple slots (so a sender runs ahead), or one LL slot. */
+    private long chunkElems(Primitives p, int esize) {
+        long bytes = p instanceof LlPrimitives ? ((LlPrimitives) p).slotDataBytes() : 2L * simpleSlotBytes();
+        return Math.max(1, bytes / esize);
+    }
+
+    private int simpleSlotBytes() {
+        return channels[0].simple.slotBytes();
+    }
+
+    /** This channel's elements {@code [begin, end)} of {@code count}, cut at cache-line multiples. */
+    private static long[] slice(long count, int esize, int channel, int active) {
+        long align = Math.max(1, CHANNEL_ALIGN_BYTES / esize);
+        long per = (count + active - 1) / active;
+        per = (per + align - 1) / align * align;
+        long begin = Math.min(count, channel * per);
+        long end = Math.min(count, begin + per);
+        return new long[] {begin, end};
+    }
+
+    private int[] identityRing() {
+        int[] ring = new int[size];
+        for (int i = 0; i < size; i++) {
+            ring[i] = i;
+        }
+        return ring;
+    }
+
+    private static void copyIfApart(long send, long recv, long bytes) {
+        if (send != recv && bytes > 0) {
+            UnsafeApi.copyMemory(send, recv, bytes);
+        }
+    }
+
+    private void checkCount(long count) {
+        if (count < 0) {
+            throw new IllegalArgumentException("rank " + rank + ": negative element count " + count);
+        }
+    }
+
+    private void ensureUsable() {
+        if (closed) {
+            throw new CclException("rank " + rank + ": communicator is closed");
+        }
+        if (brokenBy != null) {
+            throw new CclException("rank " + rank + ": communicator is unusable after an earlier failure (" + brokenBy
+                    + "); close it and build a new one");
+        }
+    }
+
+    /** Marks this rank aborted so that every peer's waits end with this error instead of hanging. */
+    private void abort(RuntimeException e) {
+        if (brokenBy == null) {
+            brokenBy = String.valueOf(e.getMessage());
+        }
+        if (own != null) {
+            int origin = e instanceof PeerFailedException ? ((PeerFailedException) e).failedRank() : rank;
+            PeerMonitor.markAborted(own.buffer(), origin, String.valueOf(e.getMessage()));
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (own != null && brokenBy == null) {
+            own.buffer().putIntVolatile(SegmentLayout.STATE_OFFSET, SegmentLayout.STATE_CLOSED);
+        }
+        if (channelThreads != null) {
+            channelThreads.shutdownNow();
+        }
+        for (Channel ch : channels) {
+            if (ch != null) {
+                ch.close();
+            }
+        }
+        RuntimeException first = null;
+        List<AutoCloseable> all = new ArrayList<>(resources);
+        if (own != null) {
+            all.add(own);
+        }
+        for (AutoCloseable r : all) {
+            try {
+                r.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = new CclException("rank " + rank + ": closing the communicator failed: " + e.getMessage(), e);
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}

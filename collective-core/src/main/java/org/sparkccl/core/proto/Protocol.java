@@ -1,0 +1,32 @@
+package org.sparkccl.core.proto;
+
+import java.util.Locale;
+
+/** Wire protocols, with the names SPARKCCL_PROTO takes: LL for latency, Simple for bandwidth. */
+public enum Protocol {
+    LL("LL"), SIMPLE("Simple");
+
+    private final String displayName;
+
+    Protocol(String displayName) {
+        this.displayName = displayName;
+    }
+
+    public String displayName() {
+        return displayName;
+    }
+
+    public static Protocol fromName(String name) {
+        for (Protocol p : values()) {
+            if (p.displayName.equalsIgnoreCase(name.trim())) {
+                return p;
+            }
+        }
+        throw new IllegalArgumentException("unknown protocol '" + name + "': use LL, Simple or auto");
+    }
+
+    @Override
+    public String toString() {
+        return displayName.toUpperCase(Locale.ROOT);
+    }
+}

@@ -1,0 +1,60 @@
+package org.sparkccl.core.proto;
+
+/**
+ * Everything a rank exposes to its peers, in one region: a control block that every peer watches,
+ * then the receive side of each channel ({@link ChannelLayout}).
+ *
+ * <pre>
+ *  offset 0     magic          long   "sparkccl" in ASCII
+ *  offset 8     version        int
+ *  offset 12    state          int    0 running, 1 aborted, 2 closed cleanly
+ *  offset 16    pid            long   owner's process id
+ *  offset 64    attached       long   peers that have opened this region (own line)
+ *  offset 128   abort rank     int    rank whose failure caused the abort
+ *  offset 132   message length int
+ *  offset 136   message        UTF-8, at most MESSAGE_MAX bytes
+ *  offset 4096  channel 0 receive side, then channel 1, ...
+ * </pre>
+ */
+public final class SegmentLayout {
+    public static final long MAGIC = 0x6c63636b72617073L; // "sparkccl" little-endian
+    public static final int VERSION = 1;
+    public static final int MAGIC_OFFSET = 0;
+    public static final int VERSION_OFFSET = 8;
+    public static final int STATE_OFFSET = 12;
+    public static final int PID_OFFSET = 16;
+    public static final int ATTACHED_OFFSET = 64;
+    public static final int ABORT_RANK_OFFSET = 128;
+    public static final int MESSAGE_LENGTH_OFFSET = 132;
+    public static final int MESSAGE_OFFSET = 136;
+    public static final int MESSAGE_MAX = 4096 - MESSAGE_OFFSET;
+    public static final int CONTROL_BYTES = 4096;
+
+    public static final int STATE_RUNNING = 0;
+    public static final int STATE_ABORTED = 1;
+    public static final int STATE_CLOSED = 2;
+
+    private final ChannelLayout channel;
+    private final int channels;
+
+    public SegmentLayout(ChannelLayout channel, int channels) {
+        this.channel = channel;
+        this.channels = channels;
+    }
+
+    public ChannelLayout channel() {
+        return channel;
+    }
+
+    public int channels() {
+        return channels;
+    }
+
+    public int channelOffset(int c) {
+        return CONTROL_BYTES + c * channel.channelBytes();
+    }
+
+    public long totalBytes() {
+        return CONTROL_BYTES + (long) channels * channel.channelBytes();
+    }
+}

@@ -1,0 +1,87 @@
+package org.sparkccl.core.wait;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.CclTimeoutException;
+
+/**
+ * Every wait of a collective goes through here: the idle strategy (spin, then yield, then park with
+ * growing pauses) and, every few hundred idles, the checks that keep a wait from hanging forever:
+ * the collective's timeout, dead or aborted peers, interruption of the calling thread and the
+ * caller's own cancellation signal (Spark task kill). One per waiting thread: not thread safe.
+ *
+ * <p>Use: {@code while (!ready()) wait.idle(peer, step, "LL data"); wait.done();}
+ */
+public final class WaitLoop {
+    private static final int CHECK_EVERY_IDLES = 256;
+    private static final long FAILURE_CHECK_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    private final int rank;
+    private final IdleStrategy idle;
+    private final long timeoutNs;
+    private final FailureCheck failureCheck;
+    private final BooleanSupplier cancelled;
+    private long deadlineNs;
+    private long nextFailureCheckNs;
+    private int idles;
+    private String collective = "";
+
+    public WaitLoop(int rank, int spinsBeforeYield, long timeoutMs, FailureCheck failureCheck, BooleanSupplier cancelled) {
+        this.rank = rank;
+        // Spins, then a bounded number of yields (ranks may outnumber cores), then parks of 1 us doubling to 200 us.
+        this.idle = new BackoffIdleStrategy(spinsBeforeYield, 200, TimeUnit.MICROSECONDS.toNanos(1),
+                TimeUnit.MICROSECONDS.toNanos(200));
+        this.timeoutNs = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        this.failureCheck = failureCheck;
+        this.cancelled = cancelled;
+    }
+
+    /** Starts the timeout of one collective; {@code description} names it in errors. */
+    public void startCollective(String description) {
+        long now = System.nanoTime();
+        deadlineNs = now + timeoutNs;
+        nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+        collective = description;
+    }
+
+    /** One idle round while waiting for {@code peer} at {@code step}; throws when the wait cannot end well. */
+    public void idle(int peer, long step, String waitingFor) {
+        idle.idle();
+        if (++idles % CHECK_EVERY_IDLES == 0) {
+            checks(peer, step, waitingFor);
+        }
+    }
+
+    /** The condition was met: the next wait starts spinning again. */
+    public void done() {
+        if (idles != 0) {
+            idles = 0;
+            idle.reset();
+        }
+    }
+
+    private void checks(int peer, long step, String waitingFor) {
+        long now = System.nanoTime();
+        if (now - deadlineNs > 0) {
+            throw new CclTimeoutException("rank " + rank + ": " + collective + " timed out after "
+                    + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms waiting for " + waitingFor + " from rank " + peer
+                    + " at step " + step + "; a rank may be stuck or may have skipped this collective"
+                    + " (raise SPARKCCL_TIMEOUT_MS if the ranks are just slow)");
+        }
+        if (Thread.currentThread().isInterrupted()) {
+            throw new CclException("rank " + rank + ": " + collective + " interrupted while waiting for " + waitingFor
+                    + " from rank " + peer + " at step " + step);
+        }
+        if (now - nextFailureCheckNs > 0) {
+            nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+            if (cancelled.getAsBoolean()) {
+                throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
+                        + waitingFor + " from rank " + peer + " at step " + step);
+            }
+            failureCheck.check(peer, step, waitingFor);
+        }
+    }
+}
