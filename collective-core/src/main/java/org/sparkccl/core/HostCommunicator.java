@@ -102,6 +102,7 @@ public final class HostCommunicator implements Communicator {
      */
     public static HostCommunicator create(Bootstrap bootstrap, List<MemoryTransport> transports, Params params,
                                           BooleanSupplier cancelled) {
+        JdkAccess.ensureAgronaAccess();
         HostCommunicator comm = new HostCommunicator(bootstrap, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);

@@ -15,6 +15,7 @@ public final class HostStagingBuffer implements StagingBuffer {
         if (size <= 0) {
             throw new IllegalArgumentException("staging size must be positive, was " + size);
         }
+        JdkAccess.ensureAgronaAccess();
         this.address = UnsafeApi.allocateMemory(size);
         this.size = size;
         OUTSTANDING.addAndGet(size);

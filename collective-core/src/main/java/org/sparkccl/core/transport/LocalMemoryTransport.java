@@ -21,6 +21,10 @@ public final class LocalMemoryTransport implements MemoryTransport {
     private static final Map<String, Block> BLOCKS = new ConcurrentHashMap<>();
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
+    public LocalMemoryTransport() {
+        org.sparkccl.core.JdkAccess.ensureAgronaAccess();
+    }
+
     @Override
     public String name() {
         return NAME;
