@@ -1,0 +1,84 @@
+package org.sparkccl.arrow;
+
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/**
+ * Plain off-heap host memory (malloc through Arrow's {@code MemoryUtil}), aligned to 64 bytes. Available
+ * everywhere; the fallback of {@link HostMemorySources#preferred()}.
+ */
+public final class OffHeapMemorySource implements HostMemorySource {
+    public static final String NAME = "offheap";
+    static final int ALIGNMENT = 64;
+
+    private final AtomicLong outstanding = new AtomicLong();
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public String unavailableReason() {
+        return null;
+    }
+
+    @Override
+    public HostMemoryBlock allocate(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("host memory block size must be positive, got " + bytes);
+        }
+        long raw;
+        try {
+            raw = MemoryUtil.allocateMemory(bytes + ALIGNMENT - 1);
+        } catch (OutOfMemoryError e) {
+            throw new OutOfMemoryError("could not allocate " + bytes + " bytes of off-heap memory for a gradient "
+                    + "buffer: " + e.getMessage() + "; free some memory or give the process more");
+        }
+        long aligned = (raw + ALIGNMENT - 1) & -ALIGNMENT;
+        outstanding.addAndGet(bytes);
+        return new Block(raw, aligned, bytes);
+    }
+
+    @Override
+    public long outstandingBytes() {
+        return outstanding.get();
+    }
+
+    @Override
+    public String toString() {
+        return NAME;
+    }
+
+    private final class Block implements HostMemoryBlock {
+        private final long raw;
+        private final long address;
+        private final long size;
+        private boolean freed;
+
+        Block(long raw, long address, long size) {
+            this.raw = raw;
+            this.address = address;
+            this.size = size;
+        }
+
+        @Override
+        public long address() {
+            return address;
+        }
+
+        @Override
+        public long size() {
+            return size;
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!freed) {
+                freed = true;
+                MemoryUtil.freeMemory(raw);
+                outstanding.addAndGet(-size);
+            }
+        }
+    }
+}
