@@ -1,0 +1,69 @@
+package org.sparkccl.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.Test;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.transport.LocalMemoryTransport;
+
+/** Ranks that disagree, or stop, make every rank fail with a message instead of hanging. */
+class CollectiveFailureTest {
+    private static final Params FAST_TIMEOUT = Params.defaults().withOverrides(Map.of("SPARKCCL_TIMEOUT_MS", "3000"));
+
+    @Test
+    void countMismatchFailsOnEveryRankNamingBothCalls() throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        ThreadRanks.run(4, FAST_TIMEOUT, comm -> {
+            float[] data = new float[comm.rank() == 2 ? 200 : 100];
+            java.util.Arrays.fill(data, 1.5f);
+            CclException e = assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM));
+            errors.put(comm.rank(), e.getMessage());
+            // Later calls fail at once: the communicator is unusable after a failure.
+            assertThrows(CclException.class, comm::barrier);
+        });
+        assertEquals(4, errors.size());
+        assertTrue(errors.get(3).contains("collective mismatch") && errors.get(3).contains("count 100")
+                && errors.get(3).contains("count 200"), errors.get(3));
+        for (String message : errors.values()) {
+            assertTrue(message.contains("count 200") || message.contains("aborted"), message);
+        }
+        assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm());
+    }
+
+    @Test
+    void typeMismatchFailsEveryRank() throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        ThreadRanks.run(3, FAST_TIMEOUT, comm -> {
+            CclException e = assertThrows(CclException.class, () -> {
+                if (comm.rank() == 0) {
+                    comm.allReduce(new double[8], ReduceOp.SUM);
+                } else {
+                    comm.allReduce(new long[8], ReduceOp.SUM);
+                }
+            });
+            errors.put(comm.rank(), e.getMessage());
+        });
+        assertEquals(3, errors.size());
+        assertTrue(errors.get(1).contains("double") && errors.get(1).contains("int64"), errors.get(1));
+    }
+
+    @Test
+    void aRankThatSkipsACollectiveMakesTheOthersTimeOutNamingIt() throws Exception {
+        Map<Integer, Throwable> errors = new ConcurrentHashMap<>();
+        ThreadRanks.run(3, FAST_TIMEOUT, comm -> {
+            if (comm.rank() != 1) {
+                errors.put(comm.rank(), assertThrows(CclException.class, () -> comm.allReduce(new int[5], ReduceOp.MAX)));
+            } else {
+                Thread.sleep(4500); // stays in the communicator without calling, then closes
+            }
+        });
+        assertTrue(errors.get(2) instanceof CclTimeoutException || errors.get(2).getMessage().contains("aborted"),
+                String.valueOf(errors.get(2)));
+        assertTrue(errors.get(2).getMessage().contains("rank 1") || errors.get(2).getMessage().contains("rank 0"),
+                errors.get(2).getMessage());
+    }
+}

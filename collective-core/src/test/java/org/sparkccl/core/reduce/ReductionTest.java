@@ -1,0 +1,138 @@
+package org.sparkccl.core.reduce;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Random;
+import org.agrona.UnsafeApi;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.ReduceOp;
+
+class ReductionTest {
+    private static final int COUNT = 1001;
+
+    @BeforeAll
+    static void access() {
+        JdkAccess.ensureAgronaAccess();
+    }
+
+    @ParameterizedTest
+    @EnumSource(DataType.class)
+    void everyOpMatchesAScalarReferenceAndAverageDividesOnce(DataType type) {
+        Random random = new Random(type.ordinal());
+        long a = UnsafeApi.allocateMemory(COUNT * 8L);
+        long b = UnsafeApi.allocateMemory(COUNT * 8L);
+        long out = UnsafeApi.allocateMemory(COUNT * 8L);
+        try {
+            for (ReduceOp op : ReduceOp.values()) {
+                double[] x = fill(type, a, random, op);
+                double[] y = fill(type, b, random, op);
+                Reduction.reduce(type, op, a, b, out, COUNT);
+                if (op == ReduceOp.AVG) {
+                    Reduction.divide(type, out, COUNT, 3);
+                }
+                for (int i = 0; i < COUNT; i++) {
+                    if (type.isFloatingPoint()) {
+                        double want = expected(op, x[i], y[i]);
+                        assertEquals(want, read(type, out, i), tolerance(type, want), type + " " + op + " element " + i);
+                    } else {
+                        long want = expectedInteger(type, op, readLong(type, a, i), readLong(type, b, i));
+                        assertEquals(want, readLong(type, out, i), type + " " + op + " element " + i);
+                    }
+                }
+            }
+        } finally {
+            UnsafeApi.freeMemory(a);
+            UnsafeApi.freeMemory(b);
+            UnsafeApi.freeMemory(out);
+        }
+    }
+
+    private static double expected(ReduceOp op, double x, double y) {
+        switch (op) {
+            case PROD: return x * y;
+            case MIN: return Math.min(x, y);
+            case MAX: return Math.max(x, y);
+            case AVG: return (x + y) / 3;
+            default: return x + y;
+        }
+    }
+
+    /** Exact integer reference: the op in 64 bits, wrapped to the type's width, AVG then truncating. */
+    private static long expectedInteger(DataType type, ReduceOp op, long x, long y) {
+        long r;
+        switch (op) {
+            case PROD: r = x * y; break;
+            case MIN: r = Math.min(x, y); break;
+            case MAX: r = Math.max(x, y); break;
+            default: r = x + y; break;
+        }
+        long v = wrap(type, r);
+        return op == ReduceOp.AVG ? v / 3 : v;
+    }
+
+    private static long readLong(DataType type, long address, int i) {
+        switch (type) {
+            case INT32: return UnsafeApi.getInt(address + 4L * i);
+            case INT64: return UnsafeApi.getLong(address + 8L * i);
+            case INT8: return UnsafeApi.getByte(address + i);
+            case UINT8: return UnsafeApi.getByte(address + i) & 0xff;
+            default: throw new AssertionError(type);
+        }
+    }
+
+    private static long wrap(DataType type, long v) {
+        switch (type) {
+            case INT8: return (byte) v;
+            case UINT8: return v & 0xff;
+            case INT32: return (int) v;
+            default: return v;
+        }
+    }
+
+    private static double tolerance(DataType type, double want) {
+        switch (type) {
+            case FLOAT16: return Math.abs(want) * 0x1p-10 + 1e-7;
+            case BFLOAT16: return Math.abs(want) * 0x1p-7 + 1e-30;
+            case FLOAT32: return Math.abs(want) * 1e-6;
+            case FLOAT64: return Math.abs(want) * 1e-15;
+            default: return 0;
+        }
+    }
+
+    private static double[] fill(DataType type, long address, Random random, ReduceOp op) {
+        double[] v = new double[COUNT];
+        for (int i = 0; i < COUNT; i++) {
+            double d = op == ReduceOp.PROD && type.isFloatingPoint() ? 0.5 + random.nextDouble() : random.nextDouble() * 200 - 100;
+            switch (type) {
+                case FLOAT32: UnsafeApi.putFloat(address + 4L * i, (float) d); break;
+                case FLOAT64: UnsafeApi.putDouble(address + 8L * i, d); break;
+                case FLOAT16: UnsafeApi.putShort(address + 2L * i, HalfFloats.floatToHalf((float) d)); break;
+                case BFLOAT16: UnsafeApi.putShort(address + 2L * i, HalfFloats.floatToBfloat16((float) d)); break;
+                case INT32: UnsafeApi.putInt(address + 4L * i, random.nextInt()); break;
+                case INT64: UnsafeApi.putLong(address + 8L * i, random.nextLong()); break;
+                case INT8: case UINT8: UnsafeApi.putByte(address + i, (byte) random.nextInt()); break;
+                default: throw new AssertionError(type);
+            }
+            v[i] = read(type, address, i);
+        }
+        return v;
+    }
+
+    private static double read(DataType type, long address, int i) {
+        switch (type) {
+            case FLOAT32: return UnsafeApi.getFloat(address + 4L * i);
+            case FLOAT64: return UnsafeApi.getDouble(address + 8L * i);
+            case FLOAT16: return HalfFloats.halfToFloat(UnsafeApi.getShort(address + 2L * i));
+            case BFLOAT16: return HalfFloats.bfloat16ToFloat(UnsafeApi.getShort(address + 2L * i));
+            case INT32: return UnsafeApi.getInt(address + 4L * i);
+            case INT64: return UnsafeApi.getLong(address + 8L * i);
+            case INT8: return UnsafeApi.getByte(address + i);
+            case UINT8: return UnsafeApi.getByte(address + i) & 0xff;
+            default: throw new AssertionError(type);
+        }
+    }
+}
