@@ -50,6 +50,7 @@ public final class HostCommunicator implements Communicator {
     private final CclLog log;
     private final Tuner tuner;
     private final List<AutoCloseable> resources = new ArrayList<>();
+    private final List<MemoryTransport> transports;
     private ExposedRegion own;
     private SharedRegion[] regions;
     private Channel[] channels = new Channel[0];
@@ -84,7 +85,8 @@ public final class HostCommunicator implements Communicator {
         void run(Primitives p, int channel, int active);
     }
 
-    private HostCommunicator(Bootstrap bootstrap, Params params) {
+    private HostCommunicator(Bootstrap bootstrap, List<MemoryTransport> transports, Params params) {
+        this.transports = List.copyOf(transports);
         this.rank = bootstrap.rank();
         this.size = bootstrap.size();
         this.log = new CclLog(rank, params);
@@ -98,12 +100,13 @@ public final class HostCommunicator implements Communicator {
 
     /**
      * Builds the communicator: exactly one {@code allGather} on the bootstrap, every rank together.
+     * The communicator owns {@code transports} (in order of preference) and closes them with itself.
      * {@code cancelled} is polled while waiting (Spark passes its task-killed flag).
      */
     public static HostCommunicator create(Bootstrap bootstrap, List<MemoryTransport> transports, Params params,
                                           BooleanSupplier cancelled) {
         JdkAccess.ensureAgronaAccess();
-        HostCommunicator comm = new HostCommunicator(bootstrap, params);
+        HostCommunicator comm = new HostCommunicator(bootstrap, transports, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);
             return comm;
@@ -517,6 +520,7 @@ public final class HostCommunicator implements Communicator {
         if (own != null) {
             all.add(own);
         }
+        all.addAll(transports);
         for (AutoCloseable r : all) {
             try {
                 r.close();

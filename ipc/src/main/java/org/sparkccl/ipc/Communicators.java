@@ -1,0 +1,39 @@
+package org.sparkccl.ipc;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.transport.LocalMemoryTransport;
+import org.sparkccl.core.transport.MemoryTransport;
+import org.sparkccl.ipc.shm.ShmTransport;
+
+/** Builds communicators with the transports this module provides. */
+public final class Communicators {
+    private Communicators() {
+    }
+
+    /** A host-memory communicator: shared memory between processes of a host, plain memory within one JVM. */
+    public static Communicator host(Bootstrap bootstrap, Params params) {
+        return host(bootstrap, params, () -> false);
+    }
+
+    /** As {@link #host(Bootstrap, Params)}; {@code cancelled} is polled while waiting (Spark task kill). */
+    public static Communicator host(Bootstrap bootstrap, Params params, BooleanSupplier cancelled) {
+        return HostCommunicator.create(bootstrap, hostTransports(params), params, cancelled);
+    }
+
+    /**
+     * In order of preference: /dev/shm (reaches every rank of the host, the same JVM included), then
+     * plain process memory (same JVM only, for hosts without a usable /dev/shm or SPARKCCL_SHM_DISABLE=1).
+     */
+    public static List<MemoryTransport> hostTransports(Params params) {
+        List<MemoryTransport> transports = new ArrayList<>();
+        transports.add(new ShmTransport(params));
+        transports.add(new LocalMemoryTransport());
+        return transports;
+    }
+}
