@@ -48,8 +48,9 @@ import java.util.stream.Stream;
  */
 public final class RankLauncher {
     private static final SecureRandom RANDOM = new SecureRandom();
-    /** Every rank needs these for direct-buffer addresses (Agrona, our shared memory). */
+    /** Every rank needs these: Agrona uses jdk.internal.misc.Unsafe; direct-buffer addresses and mappings need the opens. */
     private static final List<String> REQUIRED_JVM_OPTIONS = List.of(
+            "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-opens=java.base/java.nio=ALL-UNNAMED",
             "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED");
 
