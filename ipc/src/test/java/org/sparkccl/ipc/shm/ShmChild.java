@@ -18,6 +18,7 @@ import org.sparkccl.core.transport.SharedRegion;
  *       parent wrote before, exposes its own, then answers the parent's token (see
  *       {@link ShmCrossProcessTest}).</li>
  *   <li>{@code hold <bytes>}: exposes a region, prints its name, and waits to be killed.</li>
+ *   <li>{@code exit <bytes>}: exposes a region, prints its name, and exits without closing it.</li>
  * </ul>
  */
 public final class ShmChild {
@@ -38,6 +39,9 @@ public final class ShmChild {
                 break;
             case "hold":
                 hold(Long.parseLong(args[1]));
+                break;
+            case "exit":
+                exitWithoutClosing(Long.parseLong(args[1]));
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -89,6 +93,14 @@ public final class ShmChild {
         System.out.println("EXPOSED " + HostIdentity.pid() + " " + segmentName(region));
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    private static void exitWithoutClosing(long bytes) {
+        ShmTransport transport = new ShmTransport(Params.fromEnvironment());
+        ExposedRegion region = transport.expose(bytes, "forgotten region");
+        System.out.println("EXPOSED " + HostIdentity.pid() + " " + segmentName(region));
+        System.out.flush();
+        System.exit(0);
     }
 
     static long checksum(AtomicBuffer buffer, int from) {

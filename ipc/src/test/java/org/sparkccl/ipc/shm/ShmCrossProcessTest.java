@@ -64,6 +64,15 @@ class ShmCrossProcessTest {
     }
 
     @Test
+    void aProcessThatExitsWithoutClosingLeavesNothingBehind() throws Exception {
+        try (ChildJvm child = new ChildJvm("exit", "65536")) {
+            String name = child.await("EXPOSED").split(" ")[1];
+            assertEquals(0, child.waitForExit(), child::transcript);
+            assertFalse(Files.exists(ShmTestSupport.DEV_SHM.resolve(name)), "the shutdown hook removed the name");
+        }
+    }
+
+    @Test
     void whatAKilledProcessLeftIsRemovedBySurvivorsAndByTheStaleScan() throws Exception {
         try (ChildJvm first = new ChildJvm("hold", "65536");
              ChildJvm second = new ChildJvm("hold", "65536");
