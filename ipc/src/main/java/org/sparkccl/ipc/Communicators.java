@@ -6,6 +6,7 @@ import java.util.function.BooleanSupplier;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 import org.sparkccl.core.transport.MemoryTransport;
@@ -23,16 +24,16 @@ public final class Communicators {
 
     /** As {@link #host(Bootstrap, Params)}; {@code cancelled} is polled while waiting (Spark task kill). */
     public static Communicator host(Bootstrap bootstrap, Params params, BooleanSupplier cancelled) {
-        return HostCommunicator.create(bootstrap, hostTransports(params), params, cancelled);
+        return HostCommunicator.create(bootstrap, hostTransports(bootstrap.rank(), params), params, cancelled);
     }
 
     /**
      * In order of preference: /dev/shm (reaches every rank of the host, the same JVM included), then
      * plain process memory (same JVM only, for hosts without a usable /dev/shm or SPARKCCL_SHM_DISABLE=1).
      */
-    public static List<MemoryTransport> hostTransports(Params params) {
+    public static List<MemoryTransport> hostTransports(int rank, Params params) {
         List<MemoryTransport> transports = new ArrayList<>();
-        transports.add(new ShmTransport(params));
+        transports.add(new ShmTransport(params, new CclLog(rank, params)));
         transports.add(new LocalMemoryTransport());
         return transports;
     }
