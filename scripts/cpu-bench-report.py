@@ -85,6 +85,17 @@ def parse_memcpy(text):
     return rows
 
 
+BUSY_LOAD = 1.5
+
+
+def busy(load_text):
+    """True when the 1-minute load average in `load_text` says the run shared the cores."""
+    try:
+        return float(load_text.split()[0]) > BUSY_LOAD
+    except (ValueError, IndexError):
+        return False
+
+
 def human(size):
     for unit, scale in (("G", 1 << 30), ("M", MB), ("K", 1 << 10)):
         if size >= scale and size % scale == 0:
@@ -140,6 +151,13 @@ def main():
     p(f"- load average (1/5/15 min) at start: {load0}; at end: {load1}. Other work on a 2-core machine")
     p("  skews every number here; compare runs taken under similar load, or use `--wait-idle`.")
     p()
+    if busy(load0) or busy(load1):
+        p(f"> **Warning: the machine was busy** (1-minute load average above {BUSY_LOAD} on {os.cpu_count()} cores)")
+        p("> during this run. OpenMPI busy-polls, so with more runnable processes than cores its ranks")
+        p("> wait for each other's time slices and the times below can be 10-1000x too slow, varying")
+        p("> from size to size. Treat this table as a record of that run, not as OpenMPI's speed; rerun")
+        p("> with `scripts/cpu-bench.sh --wait-idle 1800` on a quiet machine.")
+        p()
     p("All numbers: float32 sum, out-of-place (nccl-tests' first column set), GB/s = 1e9 B/s,")
     p("busbw = algbw * 2(n-1)/n, time = slowest rank's average per call. Every run checked its")
     p("results against a float64 reference (random data per rank); a wrong element fails the script.")

@@ -117,5 +117,6 @@ fi
 cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-end.txt"
 
 # 6. Report.
+mkdir -p "$(dirname "$REPORT")"
 python3 "$ROOT/scripts/cpu-bench-report.py" "$OUT" > "$REPORT"
 echo "cpu-bench: wrote $REPORT"
