@@ -1,0 +1,145 @@
+package org.sparkccl.spark;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.resource.ResourceInformation;
+import org.apache.spark.util.TaskCompletionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.transport.HostIdentity;
+
+/**
+ * The entry point inside a barrier task:
+ *
+ * <pre>{@code
+ * Communicator comm = SparkCcl.communicator();   // once per task; costs one allGather round
+ * for (...) { gradients.allReduce(comm, ReduceOp.SUM); }
+ * }</pre>
+ *
+ * The communicator belongs to the task: every call in one task attempt returns the same one, and
+ * it is closed when the task completes (successfully or not). It is bound to the task's GPU where
+ * there is one (see {@link GpuBinding}); a Spark task kill makes a waiting collective fail at once.
+ */
+public final class SparkCcl {
+    private static final Logger LOG = LoggerFactory.getLogger(SparkCcl.class);
+    private static final Map<Long, TaskCommunicator> OPEN = new ConcurrentHashMap<>();
+
+    private SparkCcl() {
+    }
+
+    /** One task's communicator, with what was decided while building it. */
+    private static final class TaskCommunicator {
+        final MeteredCommunicator communicator;
+        final PlacementBootstrap bootstrap;
+        final GpuBinding gpu;
+
+        TaskCommunicator(MeteredCommunicator communicator, PlacementBootstrap bootstrap, GpuBinding gpu) {
+            this.communicator = communicator;
+            this.bootstrap = bootstrap;
+            this.gpu = gpu;
+        }
+    }
+
+    /** The communicator of the current barrier task, built on first call (every task of the stage must call it). */
+    public static Communicator communicator() {
+        BarrierTaskContext context = barrierContext("SparkCcl.communicator()");
+        TaskCommunicator existing = OPEN.get(context.taskAttemptId());
+        if (existing != null) {
+            return existing.communicator;
+        }
+        TaskCommunicator built = build(context);
+        OPEN.put(context.taskAttemptId(), built);
+        return built.communicator;
+    }
+
+    /** Where every rank of the current task's communicator runs, by rank. */
+    public static List<TaskPlacement> placements() {
+        return current("SparkCcl.placements()").bootstrap.placements();
+    }
+
+    /** The GPU the current task's communicator is bound to. */
+    public static GpuBinding gpu() {
+        return current("SparkCcl.gpu()").gpu;
+    }
+
+    /** Communicators of tasks still running in this JVM (the executor plugin closes them at shutdown). */
+    static int openCount() {
+        return OPEN.size();
+    }
+
+    /** Closes every communicator still open in this JVM: for executor shutdown. */
+    static void closeAll() {
+        CleanupSteps steps = new CleanupSteps();
+        for (Map.Entry<Long, TaskCommunicator> e : OPEN.entrySet()) {
+            steps.add("close communicator of task attempt " + e.getKey(), () -> {
+                OPEN.remove(e.getKey());
+                e.getValue().communicator.close();
+            });
+        }
+        steps.runAll();
+    }
+
+    private static TaskCommunicator current(String what) {
+        BarrierTaskContext context = barrierContext(what);
+        TaskCommunicator existing = OPEN.get(context.taskAttemptId());
+        if (existing == null) {
+            throw new IllegalStateException(what + ": this task has no communicator yet; call SparkCcl.communicator() first");
+        }
+        return existing;
+    }
+
+    private static BarrierTaskContext barrierContext(String what) {
+        TaskContext context = TaskContext.get();
+        if (context == null) {
+            throw new IllegalStateException(what + " works inside a Spark task; this thread runs none (the driver, or a"
+                    + " thread the task started)");
+        }
+        if (!(context instanceof BarrierTaskContext)) {
+            throw new IllegalStateException(what + " needs a barrier stage, so that all ranks run at once: use"
+                    + " SparkCclJobs.barrierMapPartitions(...) or rdd.barrier().mapPartitions(...)");
+        }
+        return (BarrierTaskContext) context;
+    }
+
+    private static TaskCommunicator build(BarrierTaskContext context) {
+        Params params = SparkCclSettings.forCurrentProcess();
+        int rank = context.partitionId();
+        int size = context.numPartitions();
+        SparkEnv env = SparkEnv.get();
+        String master = env.conf().get("spark.master", "");
+        ResourceInformation sparkGpu = context.resourcesJMap().get("gpu");
+        GpuBinding gpu = GpuBinding.decide(rank, size, sparkGpu == null ? null : sparkGpu.addresses(),
+                SparkConfCheck.isLocalMaster(master), GpuSupportBridge.visibleDevices(),
+                params.get(SparkCclSettings.ALLOW_SHARED_GPU));
+        if (gpu.source() == GpuBinding.Source.LOCAL_ROUND_ROBIN) {
+            LOG.info("sparkccl rank {} of {}: Spark's local mode assigns no GPUs, so this rank takes GPU {}"
+                    + " (rank mod {} visible GPUs)", rank, size, gpu.address(), GpuSupportBridge.visibleDevices());
+        }
+        TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(), HostIdentity.pid(), gpu,
+                gpu.hasGpu() ? GpuSupportBridge.uuid(gpu.ordinal()) : null);
+        PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
+                params.get(SparkCclSettings.ALLOW_SHARED_GPU));
+        // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.
+        Communicator engine = CommunicatorFactory.create(bootstrap, gpu, params, context::isInterrupted);
+        MeteredCommunicator communicator = new MeteredCommunicator(engine);
+        long attempt = context.taskAttemptId();
+        context.addTaskCompletionListener(new TaskCompletionListener() {
+            @Override
+            public void onTaskCompletion(TaskContext finished) {
+                TaskCommunicator removed = OPEN.remove(attempt);
+                if (removed != null) {
+                    removed.communicator.close();
+                }
+            }
+        });
+        LOG.info("sparkccl rank {} of {} ready on {} (stage {} attempt {}, {})", rank, size, mine,
+                context.stageId(), context.stageAttemptNumber(), engine.memoryKind());
+        return new TaskCommunicator(communicator, bootstrap, gpu);
+    }
+}

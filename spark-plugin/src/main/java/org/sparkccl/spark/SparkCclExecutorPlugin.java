@@ -1,0 +1,54 @@
+package org.sparkccl.spark;
+
+import java.util.Map;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.resource.ResourceInformation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Executor half of the plugin: keeps the driver's sparkccl settings for this JVM's tasks, prepares
+ * CUDA once when the executor has GPUs, registers sparkccl's metrics in Spark's metrics system, and
+ * at shutdown closes what tasks left open.
+ */
+final class SparkCclExecutorPlugin implements ExecutorPlugin {
+    private static final Logger LOG = LoggerFactory.getLogger(SparkCclExecutorPlugin.class);
+    private static volatile Map<String, String> settingsFromDriver;
+
+    private boolean gpuPrepared;
+
+    /** The {@code spark.sparkccl.*} settings the driver passed, or null when the plugin is not running here. */
+    static Map<String, String> settingsFromDriver() {
+        return settingsFromDriver;
+    }
+
+    @Override
+    public void init(PluginContext ctx, Map<String, String> extraConf) {
+        settingsFromDriver = Map.copyOf(extraConf);
+        CclMetrics.registerIn(ctx.metricRegistry());
+        ResourceInformation gpus = ctx.resources().get("gpu");
+        if (gpus != null && gpus.addresses().length > 0) {
+            String reason = GpuSupportBridge.unavailableReason();
+            if (reason == null) {
+                GpuSupportBridge.prepare();
+                gpuPrepared = true;
+                LOG.info("sparkccl: executor {} prepared CUDA for GPUs {}", ctx.executorID(), String.join(",", gpus.addresses()));
+            } else {
+                LOG.warn("sparkccl: executor {} was given GPUs {} but cannot use them ({}); ranks will work in host memory",
+                        ctx.executorID(), String.join(",", gpus.addresses()), reason);
+            }
+        }
+    }
+
+    @Override
+    public void shutdown() {
+        CleanupSteps steps = new CleanupSteps()
+                .add("close communicators left open", SparkCcl::closeAll);
+        if (gpuPrepared) {
+            steps.add("release CUDA", GpuSupportBridge::release);
+        }
+        steps.add("forget the driver's settings", () -> settingsFromDriver = null);
+        steps.runAll();
+    }
+}

@@ -1,0 +1,63 @@
+package org.sparkccl.spark;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.sparkccl.core.param.Param;
+import org.sparkccl.core.param.Params;
+import scala.Tuple2;
+
+/**
+ * The Spark side of sparkccl's parameters: the ones only Spark needs (defined here, in the one
+ * registry), and the reading of {@code spark.sparkccl.<confName>} keys from a Spark conf. Every
+ * sparkccl parameter can be set that way; the environment ({@code SPARKCCL_*}) is read first and
+ * Spark conf wins.
+ */
+public final class SparkCclSettings {
+    /** Prefix of every sparkccl key in Spark conf. */
+    public static final String PREFIX = "spark.sparkccl.";
+
+    public static final Param<Boolean> ALLOW_SHARED_GPU = Params.define("ALLOW_SHARED_GPU", false,
+            "1 lets two ranks of a barrier stage use one GPU (tests, small GPUs); by default each rank needs its own",
+            Params::parseBoolean);
+
+    private SparkCclSettings() {
+    }
+
+    /** The {@code spark.sparkccl.*} entries of {@code conf}, keys as written. */
+    public static Map<String, String> sparkcclEntries(SparkConf conf) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Tuple2<String, String> e : conf.getAll()) {
+            if (e._1().startsWith(PREFIX)) {
+                out.put(e._1(), e._2());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Environment and system properties, overridden by these {@code spark.sparkccl.*} entries.
+     * An unknown key or a bad value is refused with the list of known names.
+     */
+    public static Params resolve(Map<String, String> sparkcclEntries) {
+        return Params.fromEnvironment().withOverrides(sparkcclEntries);
+    }
+
+    public static Params resolve(SparkConf conf) {
+        return resolve(sparkcclEntries(conf));
+    }
+
+    /**
+     * The parameters for a task in this JVM: what the driver plugin passed to this executor when the
+     * plugin is installed, else this executor's Spark conf, else the environment alone.
+     */
+    public static Params forCurrentProcess() {
+        Map<String, String> fromPlugin = SparkCclExecutorPlugin.settingsFromDriver();
+        if (fromPlugin != null) {
+            return resolve(fromPlugin);
+        }
+        SparkEnv env = SparkEnv.get();
+        return env == null ? resolve(Map.of()) : resolve(env.conf());
+    }
+}
