@@ -25,7 +25,11 @@ public final class ForeignHostAllocation extends ForeignAllocation {
         if (why != null) {
             throw new IllegalStateException("host memory source '" + source.name() + "' cannot allocate here: " + why);
         }
-        HostMemoryBlock block = source.allocate(bytes);
+        return wrap(allocator, source.allocate(bytes));
+    }
+
+    /** {@code block} under {@code allocator}; if the allocator refuses, the block is freed at once. */
+    public static ArrowBuf wrap(BufferAllocator allocator, HostMemoryBlock block) {
         try {
             return allocator.wrapForeignAllocation(new ForeignHostAllocation(block));
         } catch (RuntimeException | Error e) {

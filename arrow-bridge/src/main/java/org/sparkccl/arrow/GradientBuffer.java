@@ -46,14 +46,16 @@ public final class GradientBuffer implements AutoCloseable {
     private final ElementType type;
     private final HostMemorySource source;
     private final FieldVector vector;
+    private final HostMemoryBlock block;
     private final ArrowBuf data;
     private final long address;
     private final long count;
     private boolean closed;
 
     private GradientBuffer(BufferAllocator allocator, TensorLayout layout, ElementType type,
-            HostMemorySource source, FieldVector vector) {
+            HostMemorySource source, FieldVector vector, HostMemoryBlock block) {
         this.allocator = allocator;
+        this.block = block;
         this.layout = layout;
         this.type = type;
         this.source = source;
@@ -80,14 +82,19 @@ public final class GradientBuffer implements AutoCloseable {
             ElementType type, HostMemorySource source) {
         long bytes = layout.elementCount() * type.byteWidth();
         Field field = field(name, layout, type);
-        ArrowBuf memory = ForeignHostAllocation.allocate(allocator, source, bytes);
+        String why = source.unavailableReason();
+        if (why != null) {
+            throw new IllegalStateException("host memory source '" + source.name() + "' cannot allocate here: " + why);
+        }
+        HostMemoryBlock block = source.allocate(bytes);
+        ArrowBuf memory = ForeignHostAllocation.wrap(allocator, block);
         FieldVector vector = null;
         try {
             memory.setZero(0, bytes);
             vector = type.newVector(field, allocator);
             // No validity buffer and no nulls: the vector makes an all-valid one and retains our memory.
             vector.loadFieldBuffers(new ArrowFieldNode(layout.elementCount(), 0), Arrays.asList(null, memory));
-            GradientBuffer buffer = new GradientBuffer(allocator, layout, type, source, vector);
+            GradientBuffer buffer = new GradientBuffer(allocator, layout, type, source, vector, block);
             vector = null;
             return buffer;
         } finally {
@@ -266,9 +273,9 @@ public final class GradientBuffer implements AutoCloseable {
     void fill(long from, long n, double value) {
         checkRange(from, n);
         if (type == ElementType.FLOAT32) {
-            float f = (float) value;
-            for (long i = from; i < from + n; i++) {
-                data.setFloat(4 * i, f);
+            int bits = Float.floatToRawIntBits((float) value);
+            for (long a = address + 4 * from, end = address + 4 * (from + n); a < end; a += 4) {
+                MemoryUtil.putInt(a, bits);
             }
         } else {
             for (long i = from; i < from + n; i++) {
@@ -386,8 +393,8 @@ public final class GradientBuffer implements AutoCloseable {
         checkOpen();
         if (type == ElementType.FLOAT32) {
             float f = (float) factor;
-            for (long i = 0; i < count; i++) {
-                data.setFloat(4 * i, data.getFloat(4 * i) * f);
+            for (long a = address, end = address + 4 * count; a < end; a += 4) {
+                putRawFloat(a, rawFloat(a) * f);
             }
         } else {
             for (long i = 0; i < count; i++) {
@@ -401,9 +408,9 @@ public final class GradientBuffer implements AutoCloseable {
         requireSameLayout(x, "addScaled");
         if (type == ElementType.FLOAT32 && x.type == ElementType.FLOAT32) {
             float a = (float) alpha;
-            ArrowBuf xd = x.data;
-            for (long i = 0; i < count; i++) {
-                data.setFloat(4 * i, data.getFloat(4 * i) + a * xd.getFloat(4 * i));
+            long delta = x.address - address;
+            for (long p = address, end = address + 4 * count; p < end; p += 4) {
+                putRawFloat(p, rawFloat(p) + a * rawFloat(p + delta));
             }
         } else {
             for (long i = 0; i < count; i++) {
@@ -416,19 +423,35 @@ public final class GradientBuffer implements AutoCloseable {
     public double sumOfSquares() {
         checkOpen();
         double s = 0;
-        for (long i = 0; i < count; i++) {
-            double v = type.getDouble(data, i);
-            s += v * v;
+        if (type == ElementType.FLOAT32) {
+            for (long a = address, end = address + 4 * count; a < end; a += 4) {
+                double v = rawFloat(a);
+                s += v * v;
+            }
+        } else {
+            for (long i = 0; i < count; i++) {
+                double v = type.getDouble(data, i);
+                s += v * v;
+            }
         }
         return s;
     }
 
-    /** Frees the memory (back to its source, through the allocator). Idempotent. */
+    /**
+     * Frees the memory (back to its source, through the allocator). Idempotent. If the allocator was
+     * closed first (Arrow reports that as a leak), the host memory is freed anyway and the
+     * allocator's error is rethrown.
+     */
     @Override
     public void close() {
         if (!closed) {
             closed = true;
-            vector.close();
+            try {
+                vector.close();
+            } catch (RuntimeException e) {
+                block.close();
+                throw e;
+            }
         }
     }
 
@@ -440,6 +463,15 @@ public final class GradientBuffer implements AutoCloseable {
     public String toString() {
         return "GradientBuffer '" + name() + "' " + type.metadataName() + " x " + count + " (" + layout.tensorCount()
                 + " tensors, " + source.name() + " memory" + (closed ? ", closed" : "") + ")";
+    }
+
+    // Whole-buffer float32 loops read and write raw memory: the range is checked once, not per element.
+    private static float rawFloat(long address) {
+        return Float.intBitsToFloat(MemoryUtil.getInt(address));
+    }
+
+    private static void putRawFloat(long address, float value) {
+        MemoryUtil.putInt(address, Float.floatToRawIntBits(value));
     }
 
     /** A little-endian NIO view of {@code bytes} bytes from element {@code at}, over this buffer's memory. */

@@ -7,7 +7,10 @@ public interface HostMemoryBlock extends AutoCloseable {
 
     long size();
 
-    /** Frees the block; called once, by the Arrow allocator when the last ArrowBuf over it is released. */
+    /**
+     * Frees the block. Called by the Arrow allocator when the last ArrowBuf over it is released, and
+     * by its owner when the allocator was closed too early to do so: must be idempotent.
+     */
     @Override
     void close();
 }

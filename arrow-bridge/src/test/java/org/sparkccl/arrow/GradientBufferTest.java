@@ -120,6 +120,17 @@ class GradientBufferTest {
         }
     }
 
+    @Test
+    void closingTheAllocatorWithABufferOpenIsALeak() {
+        BufferAllocator other = new RootAllocator();
+        GradientBuffer g = GradientBuffer.allocate(other, "w", MLP, ElementType.FLOAT32, source);
+        IllegalStateException e = assertThrows(IllegalStateException.class, other::close);
+        assertTrue(e.getMessage().contains("Memory was leaked"), e.getMessage());
+        // Too late for the allocator, but the host memory itself still goes back to its source.
+        assertThrows(IllegalStateException.class, g::close);
+        assertEquals(0, source.outstandingBytes());
+    }
+
     @ParameterizedTest
     @EnumSource(ElementType.class)
     void elementsRoundTripWithinTheTypesPrecision(ElementType type) {
