@@ -1,0 +1,25 @@
+/**
+ * Arrow-backed training state for sparkccl: no Spark here, and no CUDA beyond what a registered
+ * {@link org.sparkccl.arrow.HostMemorySource} brings.
+ *
+ * <ul>
+ *   <li>{@link org.sparkccl.arrow.GradientBuffer}: named tensors ({@link org.sparkccl.arrow.TensorLayout})
+ *       flattened into one Arrow vector, all-reduced in place;</li>
+ *   <li>{@link org.sparkccl.arrow.OptimizerState}: named slots shaped like the weights;</li>
+ *   <li>{@link org.sparkccl.arrow.Checkpoint}: weights, state, step and metadata as an Arrow IPC
+ *       file through Hadoop's FileSystem;</li>
+ *   <li>{@link org.sparkccl.arrow.FeatureBatch}: a float32 feature matrix and labels from Arrow vectors.</li>
+ * </ul>
+ *
+ * <pre>{@code
+ * TensorLayout layout = TensorLayout.builder().add("fc1.weight", 128, 784).add("fc1.bias", 128).build();
+ * try (BufferAllocator allocator = new RootAllocator();
+ *      GradientBuffer grads = GradientBuffer.allocate(allocator, layout)) {
+ *     grads.tensor("fc1.bias").copyFrom(localBiasGradient);
+ *     grads.allReduce(communicator, ReduceOp.AVG);        // in place, on the ArrowBuf's memory
+ * }
+ * }</pre>
+ *
+ * See docs/arrow-bridge.md for the formats.
+ */
+package org.sparkccl.arrow;
