@@ -106,6 +106,7 @@ if [[ $knobs -eq 1 ]]; then
         [knob-recdbl]="--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 3"
         [knob-segring]="--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 5"
         [knob-bind-core]="--bind-to core"
+        [knob-yield]="--mca mpi_yield_when_idle 1"
     )
     for name in default "${!KNOBS[@]}"; do
         # shellcheck disable=SC2086  # the knob strings are meant to split into words
