@@ -5,23 +5,26 @@ import java.nio.ByteBuffer;
 import java.nio.channels.NonWritableChannelException;
 import java.nio.channels.SeekableByteChannel;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.StreamCapabilities;
 
 /**
  * A Hadoop input stream as the seekable channel Arrow's file reader needs (it seeks to the footer
- * first). Reads go through a small heap buffer: not every Hadoop stream can read into a direct
- * ByteBuffer, and checkpoints are read once per resume.
+ * first). Streams that can read into a ByteBuffer (HDFS) fill Arrow's direct buffers themselves;
+ * others (the local file system's checksummed stream) go through a heap chunk.
  */
 final class HadoopReadChannel implements SeekableByteChannel {
     private static final int CHUNK = 1 << 20;
 
     private final FSDataInputStream in;
     private final long size;
+    private final boolean readsByteBuffers;
     private byte[] chunk = new byte[0];
     private boolean open = true;
 
     HadoopReadChannel(FSDataInputStream in, long size) {
         this.in = in;
         this.size = size;
+        this.readsByteBuffers = in.hasCapability(StreamCapabilities.READBYTEBUFFER);
     }
 
     @Override
@@ -35,6 +38,9 @@ final class HadoopReadChannel implements SeekableByteChannel {
                 dst.position(dst.position() + n);
             }
             return n;
+        }
+        if (readsByteBuffers) {
+            return in.read(dst);
         }
         int want = Math.min(dst.remaining(), CHUNK);
         if (chunk.length < want) {
