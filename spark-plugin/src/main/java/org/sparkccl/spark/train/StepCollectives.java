@@ -1,0 +1,65 @@
+package org.sparkccl.spark.train;
+
+import org.sparkccl.arrow.GradientBuffer;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.ReduceOp;
+
+/** The two collectives training needs, over a communicator or, for the single-process reference, over nothing. */
+public interface StepCollectives {
+    int rank();
+
+    int size();
+
+    /** In place: the sum over ranks. */
+    void allReduceSum(GradientBuffer buffer);
+
+    /** In place: rank 0's values on every rank. */
+    void broadcastFromRank0(GradientBuffer buffer);
+
+    static StepCollectives over(Communicator comm) {
+        return new StepCollectives() {
+            @Override
+            public int rank() {
+                return comm.rank();
+            }
+
+            @Override
+            public int size() {
+                return comm.size();
+            }
+
+            @Override
+            public void allReduceSum(GradientBuffer buffer) {
+                buffer.allReduce(comm, ReduceOp.SUM);
+            }
+
+            @Override
+            public void broadcastFromRank0(GradientBuffer buffer) {
+                buffer.broadcast(comm, 0);
+            }
+        };
+    }
+
+    /** One rank: sums and broadcasts leave the buffer as it is. */
+    static StepCollectives singleProcess() {
+        return new StepCollectives() {
+            @Override
+            public int rank() {
+                return 0;
+            }
+
+            @Override
+            public int size() {
+                return 1;
+            }
+
+            @Override
+            public void allReduceSum(GradientBuffer buffer) {
+            }
+
+            @Override
+            public void broadcastFromRank0(GradientBuffer buffer) {
+            }
+        };
+    }
+}
