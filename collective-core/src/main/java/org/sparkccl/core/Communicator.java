@@ -1,5 +1,6 @@
 package org.sparkccl.core;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import org.agrona.DirectBuffer;
 
@@ -8,7 +9,8 @@ import org.agrona.DirectBuffer;
  * same collectives in the same order with the same count, type and op; a rank that does not fails
  * on every rank with a message naming both calls. Buffers are given by address ({@link #memoryKind()}
  * says whether host or device), with overloads for direct buffers, Agrona buffers and Java arrays.
- * Send and receive addresses may be equal (in place).
+ * Send and receive addresses may be equal (in place). Whoever passes a raw address keeps the memory
+ * behind it alive until the call returns (e.g. {@code Reference.reachabilityFence} on its buffer).
  *
  * <p>Not thread safe: one thread per rank calls it, as with NCCL.
  */
@@ -47,6 +49,8 @@ public interface Communicator extends AutoCloseable {
     default void allReduce(ByteBuffer buffer, DataType type, ReduceOp op) {
         long address = BufferAddresses.address(buffer) + buffer.position();
         allReduce(address, address, BufferAddresses.count(buffer.remaining(), type), type, op);
+        // The collective used only the address: keep the buffer (and its memory) alive until here.
+        Reference.reachabilityFence(buffer);
     }
 
     default void allReduce(ByteBuffer send, ByteBuffer recv, DataType type, ReduceOp op) {
@@ -54,12 +58,15 @@ public interface Communicator extends AutoCloseable {
         BufferAddresses.requireCapacity(recv.remaining(), count, type, "receive buffer");
         allReduce(BufferAddresses.address(send) + send.position(),
                 BufferAddresses.address(recv) + recv.position(), count, type, op);
+        Reference.reachabilityFence(send);
+        Reference.reachabilityFence(recv);
     }
 
     /** In place on an Agrona buffer over off-heap memory: the whole capacity. */
     default void allReduce(DirectBuffer buffer, DataType type, ReduceOp op) {
         long address = BufferAddresses.address(buffer);
         allReduce(address, address, BufferAddresses.count(buffer.capacity(), type), type, op);
+        Reference.reachabilityFence(buffer);
     }
 
     default void allReduce(float[] data, ReduceOp op) {
