@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs a main class of the spark-plugin module with java -cp on an embedded Spark (no Spark install
+# needed), with the JVM flags Spark 4 needs on Java 17. Used by bin/train and bin/spark-allreduce-bench:
+#   scripts/spark-java.sh org.sparkccl.spark.TrainJob --ranks 4
+# Builds the modules first when their classes are missing or older than the sources.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+main_class="$1"
+shift
+classpath_file="spark-plugin/target/run.classpath"
+
+needs_build() {
+  [[ ! -f "$classpath_file" ]] && return 0
+  [[ -n "$(find collective-core ipc arrow-bridge spark-plugin -path '*/src/main/*' -newer "$classpath_file" -print -quit)" ]]
+}
+
+if needs_build; then
+  echo "$(basename "$0"): building (mvn package -DskipTests) ..." >&2
+  offline=""
+  if [[ -d "$HOME/.m2/repository/org/apache/spark/spark-core_2.13" ]]; then offline="-o"; fi
+  mvn $offline -B -q -pl spark-plugin -am -DskipTests package dependency:build-classpath \
+      -Dmdep.outputFile=target/runtime.classpath -Dmdep.includeScope=runtime >&2
+  echo "$root/spark-plugin/target/classes:$(cat spark-plugin/target/runtime.classpath)" > "$classpath_file"
+fi
+
+# Spark 4 on Java 17 needs these opens (Spark's JavaModuleOptions), plus java.nio for Arrow.
+opens=(
+  -XX:+IgnoreUnrecognizedVMOptions
+  --add-opens=java.base/java.lang=ALL-UNNAMED
+  --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
+  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens=java.base/java.io=ALL-UNNAMED
+  --add-opens=java.base/java.net=ALL-UNNAMED
+  --add-opens=java.base/java.nio=ALL-UNNAMED
+  --add-opens=java.base/java.util=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
+  --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
+  --add-opens=java.base/sun.security.action=ALL-UNNAMED
+  --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
+  -Djdk.reflect.useDirectMethodHandle=false
+  -Dio.netty.tryReflectionSetAccessible=true
+)
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+exec java "${opens[@]}" ${JAVA_OPTS:-} -cp "$(cat "$classpath_file")" "$main_class" "$@"
