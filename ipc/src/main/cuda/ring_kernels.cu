@@ -1,0 +1,729 @@
+// sparkccl's GPU ring collectives: one persistent kernel per rank and collective runs the whole
+// ring (reduce-scatter then all-gather for AllReduce), one block per channel, polling flags in
+// memory that its ring neighbours write: the next rank's receive buffers (device memory mapped
+// through CUDA IPC or peer access, or host memory registered with the GPU for the staged path).
+//
+// The wire formats are those of the CPU engine (org.sparkccl.core.proto):
+//  - LL: 8-byte words, 4 bytes of data then a 4-byte flag = (int)(step + 1); a GPU writes 16-byte
+//    lines of two words in one vector store and the reader spins until both flags match.
+//  - Simple: a FIFO of STEPS slots; the sender writes a slot, then publishes tail = step + 1 with a
+//    release store at system scope; the receiver acquires tail, consumes, then publishes head.
+//  - Every collective starts, on every channel, with one LL step carrying the 32-byte collective
+//    header (sequence, kind, type, op, protocol, root, count): a rank that sees a different call
+//    records both in its status block, raises the abort flags and stops instead of hanging.
+// Where each buffer lies (ChannelLayout): the receiver's region holds the LL head, Simple head and
+// Simple tail on their own cache lines and the slots; the sender reads the heads remotely, only
+// when its cached copy says the FIFO could be full.
+
+#include <stdint.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define SCCL_STEPS 8
+#define SCCL_MAX_CHANNELS 32
+#define SCCL_MAX_THREADS 512
+#define SCCL_UNROLL 4
+
+enum { KIND_ALL_REDUCE = 0, KIND_REDUCE_SCATTER = 1, KIND_ALL_GATHER = 2, KIND_BROADCAST = 3, KIND_BARRIER = 4 };
+enum { OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_AVG = 4 };
+// Status block codes (GpuStatus.java).
+enum { STATUS_OK = 0, STATUS_MISMATCH = 1, STATUS_PEER_ABORT = 2, STATUS_TIMEOUT = 3, STATUS_HOST_ABORT = 4 };
+
+// ---- Layouts shared with Java (DevCommLayout.java): every field 8 bytes, little-endian. ----------
+
+// One channel's pointers, as this rank sees them.
+struct ChannelPtrs {
+    uint64_t recvLl;          // my region: LL slots the previous rank writes
+    uint64_t recvSimple;      // my region: Simple slots
+    uint64_t recvLlHead;      // my region: LL steps I consumed (the previous rank reads it)
+    uint64_t recvSimpleHead;  // my region: Simple steps I consumed
+    uint64_t recvSimpleTail;  // my region: Simple steps the previous rank published
+    uint64_t sendLl;          // next rank's region, mapped here
+    uint64_t sendSimple;
+    uint64_t sendLlHead;
+    uint64_t sendSimpleHead;
+    uint64_t sendSimpleTail;
+    uint64_t state;           // my device memory: ChannelState, kept between kernels
+    uint64_t pad[5];
+};
+
+// Per-channel progress that outlives a kernel (private device memory of this rank).
+struct ChannelState {
+    uint64_t llSend, llRecv, simpleSend, simpleRecv;
+    uint64_t llHeadCache, simpleHeadCache;
+    uint64_t pad[2];
+};
+
+struct DevComm {
+    uint64_t rank;
+    uint64_t nranks;
+    uint64_t llSlotBytes;      // wire bytes of one LL slot (16-byte lines)
+    uint64_t simpleSlotBytes;
+    uint64_t myState;          // u32 abort word of my region (peers raise it)
+    uint64_t nextState;        // u32 abort word of the next rank's region
+    uint64_t hostStatus;       // int[32] in mapped pinned host memory: [0] host abort request, [1..] status
+    uint64_t timeoutNs;
+    uint64_t pad[8];
+    ChannelPtrs ch[SCCL_MAX_CHANNELS];
+};
+
+// The kernel's only parameter, passed by value (CollArgs in DevCommLayout.java).
+struct CollArgs {
+    uint64_t comm;        // DevComm* in device memory
+    uint64_t send;
+    uint64_t recv;
+    uint64_t count;       // the call's count, as in the header
+    uint64_t blockElems;  // elements per rank block (AllReduce: a padded share; RS/AG: the per-rank count)
+    uint64_t totalElems;  // elements in the whole buffer that blocks cut
+    uint64_t chunkElems;  // elements of each block that one channel carries
+    uint64_t sliceElems;  // elements per step
+    uint32_t seq, kind, type, op;
+    uint32_t proto, root, nchannels, pad;
+};
+
+static_assert(sizeof(ChannelPtrs) == 128, "ChannelPtrs layout");
+static_assert(sizeof(DevComm) == 128 + SCCL_MAX_CHANNELS * 128, "DevComm layout");
+static_assert(sizeof(CollArgs) == 96, "CollArgs layout");
+
+// ---- Memory access with the orderings the protocols need. ----------------------------------------
+
+__device__ __forceinline__ uint64_t ldAcquireSys(const volatile uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void stReleaseSys(volatile uint64_t* p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t ldVolatile64(const volatile uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint4 ldVolatile16(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void stVolatile16(void* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+
+__device__ __forceinline__ uint64_t globalTimerNs() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// ---- Reductions: one struct per (type, op); S is the storage type of one element. ----------------
+
+template <int OP, typename C>
+__device__ __forceinline__ C applyArith(C a, C b) {
+    if (OP == OP_SUM || OP == OP_AVG) return a + b;
+    if (OP == OP_PROD) return a * b;
+    if (OP == OP_MIN) return a < b ? a : b;
+    return a > b ? a : b;
+}
+
+template <int OP>
+struct RedF32 {
+    typedef float S;
+    __device__ static S apply(S a, S b) { return applyArith<OP>(a, b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (float)n : a; }
+};
+
+template <int OP>
+struct RedF64 {
+    typedef double S;
+    __device__ static S apply(S a, S b) { return applyArith<OP>(a, b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (double)n : a; }
+};
+
+// float16 and bfloat16 compute in float and round back at every step (as the CPU engine does).
+template <int OP>
+struct RedF16 {
+    typedef uint16_t S;
+    __device__ static float f(S a) { return __half2float(__ushort_as_half(a)); }
+    __device__ static S h(float a) { return __half_as_ushort(__float2half_rn(a)); }
+    __device__ static S apply(S a, S b) { return h(applyArith<OP>(f(a), f(b))); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? h(f(a) / (float)n) : a; }
+};
+
+template <int OP>
+struct RedBF16 {
+    typedef uint16_t S;
+    __device__ static float f(S a) { return __bfloat162float(__ushort_as_bfloat16(a)); }
+    __device__ static S h(float a) { return __bfloat16_as_ushort(__float2bfloat16_rn(a)); }
+    __device__ static S apply(S a, S b) { return h(applyArith<OP>(f(a), f(b))); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? h(f(a) / (float)n) : a; }
+};
+
+// Integers wrap around as C's unsigned arithmetic does (signed overflow would be undefined).
+template <int OP>
+struct RedI32 {
+    typedef int32_t S;
+    __device__ static S apply(S a, S b) {
+        if (OP == OP_SUM || OP == OP_AVG) return (S)((uint32_t)a + (uint32_t)b);
+        if (OP == OP_PROD) return (S)((uint32_t)a * (uint32_t)b);
+        return applyArith<OP>(a, b);
+    }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / n : a; }
+};
+
+template <int OP>
+struct RedI64 {
+    typedef int64_t S;
+    __device__ static S apply(S a, S b) {
+        if (OP == OP_SUM || OP == OP_AVG) return (S)((uint64_t)a + (uint64_t)b);
+        if (OP == OP_PROD) return (S)((uint64_t)a * (uint64_t)b);
+        return applyArith<OP>(a, b);
+    }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (int64_t)n : a; }
+};
+
+template <int OP>
+struct RedI8 {
+    typedef int8_t S;
+    __device__ static S apply(S a, S b) { return (S)(uint8_t)applyArith<OP>((int)a, (int)b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? (S)(a / n) : a; }
+};
+
+template <int OP>
+struct RedU8 {
+    typedef uint8_t S;
+    __device__ static S apply(S a, S b) { return (S)applyArith<OP>((unsigned)a, (unsigned)b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? (S)(a / n) : a; }
+};
+
+// Elementwise over a pack (8 bytes for LL, 16 for Simple).
+template <class R, typename P>
+__device__ __forceinline__ P reducePack(P a, P b) {
+    typedef typename R::S S;
+    constexpr int N = sizeof(P) / sizeof(S);
+    union U { P p; S e[N]; };
+    U x, y;
+    x.p = a;
+    y.p = b;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.e[i] = R::apply(x.e[i], y.e[i]);
+    return x.p;
+}
+
+template <class R, typename P>
+__device__ __forceinline__ P postPack(P a, int n) {
+    typedef typename R::S S;
+    constexpr int N = sizeof(P) / sizeof(S);
+    union U { P p; S e[N]; };
+    U x;
+    x.p = a;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.e[i] = R::post(x.e[i], n);
+    return x.p;
+}
+
+// Up to 8 bytes of user data, element by element where the pack is short or unaligned.
+template <typename S>
+__device__ __forceinline__ uint64_t loadUser8(const char* p, int bytes) {
+    if (bytes == 8 && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+    union { uint64_t u; S e[8 / sizeof(S)]; } x;
+    x.u = 0;
+    const S* q = (const S*)p;
+    for (int i = 0; i < bytes / (int)sizeof(S); i++) x.e[i] = q[i];
+    return x.u;
+}
+
+template <typename S>
+__device__ __forceinline__ void storeUser8(char* p, uint64_t v, int bytes) {
+    if (bytes == 8 && ((uintptr_t)p & 7) == 0) {
+        *(uint64_t*)p = v;
+        return;
+    }
+    union { uint64_t u; S e[8 / sizeof(S)]; } x;
+    x.u = v;
+    S* q = (S*)p;
+    for (int i = 0; i < bytes / (int)sizeof(S); i++) q[i] = x.e[i];
+}
+
+// ---- Waiting: every spin loop ends on success, on an abort raised by anyone, or on timeout. -------
+
+struct Waiter {
+    volatile uint32_t* myState;
+    volatile uint32_t* nextState;
+    volatile int32_t* hostStatus;
+    volatile int* aborted;  // shared memory: this block gave up
+    uint64_t start;
+    uint64_t timeoutNs;
+
+    // Called once per failed poll; true means stop waiting (the caller carries on without the data).
+    __device__ __forceinline__ bool check(int spins) {
+        if (*aborted) return true;
+        if ((spins & 63) == 0) {
+            if (*myState != 0) return raise(STATUS_PEER_ABORT);
+            if ((spins & 1023) == 0) {
+                if (hostStatus[0] != 0) return raise(STATUS_HOST_ABORT);
+                if (timeoutNs != 0 && globalTimerNs() - start > timeoutNs) return raise(STATUS_TIMEOUT);
+            }
+        }
+        return false;
+    }
+
+    // Records why (first reason wins), and raises the abort words so that every rank stops.
+    __device__ bool raise(int code) {
+        *aborted = 1;
+        if (hostStatus[1] == 0) {
+            hostStatus[1] = code;
+            hostStatus[2] = blockIdx.x;
+        }
+        *myState = 1;
+        *nextState = 1;
+        __threadfence_system();
+        return true;
+    }
+};
+
+// ---- One channel's connection and its two protocols. --------------------------------------------
+
+template <template <int> class RED>
+struct Channel {
+    typedef typename RED<OP_SUM>::S S;
+    const DevComm* comm;
+    ChannelState* statePtr;
+    uint4* recvLl;
+    const char* recvSimple;
+    volatile uint64_t* recvLlHead;
+    volatile uint64_t* recvSimpleHead;
+    const volatile uint64_t* recvSimpleTail;
+    uint4* sendLl;
+    char* sendSimple;
+    const volatile uint64_t* sendLlHead;
+    const volatile uint64_t* sendSimpleHead;
+    volatile uint64_t* sendSimpleTail;
+    uint64_t llSend, llRecv, simpleSend, simpleRecv, llHeadCache, simpleHeadCache;
+    int64_t llSlotLines;
+    int64_t simpleSlotBytes;
+    int nranks;
+    int op;
+    bool simple;
+    Waiter w;
+
+    __device__ void load(const DevComm* c, int channel, bool useSimple, int reduceOp, Waiter waiter) {
+        comm = c;
+        const ChannelPtrs& p = c->ch[channel];
+        statePtr = (ChannelState*)p.state;
+        recvLl = (uint4*)p.recvLl;
+        recvSimple = (const char*)p.recvSimple;
+        recvLlHead = (volatile uint64_t*)p.recvLlHead;
+        recvSimpleHead = (volatile uint64_t*)p.recvSimpleHead;
+        recvSimpleTail = (const volatile uint64_t*)p.recvSimpleTail;
+        sendLl = (uint4*)p.sendLl;
+        sendSimple = (char*)p.sendSimple;
+        sendLlHead = (const volatile uint64_t*)p.sendLlHead;
+        sendSimpleHead = (const volatile uint64_t*)p.sendSimpleHead;
+        sendSimpleTail = (volatile uint64_t*)p.sendSimpleTail;
+        ChannelState s = *statePtr;
+        llSend = s.llSend;
+        llRecv = s.llRecv;
+        simpleSend = s.simpleSend;
+        simpleRecv = s.simpleRecv;
+        llHeadCache = s.llHeadCache;
+        simpleHeadCache = s.simpleHeadCache;
+        llSlotLines = (int64_t)(c->llSlotBytes / 16);
+        simpleSlotBytes = (int64_t)c->simpleSlotBytes;
+        nranks = (int)c->nranks;
+        simple = useSimple;
+        op = reduceOp;
+        w = waiter;
+    }
+
+    __device__ void save() {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            ChannelState s;
+            s.llSend = llSend;
+            s.llRecv = llRecv;
+            s.simpleSend = simpleSend;
+            s.simpleRecv = simpleRecv;
+            s.llHeadCache = llHeadCache;
+            s.simpleHeadCache = simpleHeadCache;
+            s.pad[0] = s.pad[1] = 0;
+            *statePtr = s;
+        }
+    }
+
+    // LL sender: before reusing a slot, wait until the receiver has consumed the step STEPS ago.
+    // One lane per warp polls the (remote) head and shares what it saw.
+    __device__ __forceinline__ void llWaitSlot() {
+        if (llSend < llHeadCache + SCCL_STEPS) return;
+        uint64_t head = llHeadCache;
+        if ((threadIdx.x & 31) == 0) {
+            int spins = 0;
+            while (true) {
+                head = ldVolatile64(sendLlHead);
+                if (llSend < head + SCCL_STEPS) break;
+                if (w.check(++spins)) break;
+            }
+        }
+        head = __shfl_sync(0xffffffffu, head, 0);
+        if (head > llHeadCache) llHeadCache = head;
+        if (llSend >= llHeadCache + SCCL_STEPS) llHeadCache = llSend;  // aborted: stop asking
+    }
+
+    __device__ __forceinline__ uint64_t llRead(const uint4* line, uint32_t flag) {
+        uint4 v;
+        int spins = 0;
+        while (true) {
+            v = ldVolatile16(line);
+            if (v.y == flag && v.w == flag) break;
+            if (w.check(++spins)) break;
+        }
+        return ((uint64_t)v.z << 32) | v.x;
+    }
+
+    template <int OP>
+    __device__ __noinline__ void llLines(const uint4* rslot, uint32_t rflag, const char* src, char* dst, uint4* sslot,
+                                         uint32_t sflag, int64_t nbytes, int64_t nlines, bool doRecv, bool doSend,
+                                         bool postOp) {
+        typedef RED<OP> R;
+        for (int64_t i = threadIdx.x; i < nlines; i += blockDim.x) {
+            const int64_t off = i * 8;
+            const int bytes = (int)min((int64_t)8, nbytes - off);
+            uint64_t v = 0;
+            if (doRecv) v = llRead(rslot + i, rflag);
+            if (src != nullptr && bytes > 0) {
+                uint64_t u = loadUser8<S>(src + off, bytes);
+                v = doRecv ? reducePack<R>(v, u) : u;
+            }
+            if (postOp && bytes > 0) v = postPack<R>(v, nranks);
+            if (dst != nullptr && bytes > 0) storeUser8<S>(dst + off, v, bytes);
+            // After an abort nothing more is sent: a peer must never take garbage for data.
+            if (doSend && !*w.aborted) stVolatile16(sslot + i, (uint32_t)v, sflag, (uint32_t)(v >> 32), sflag);
+        }
+    }
+
+    // One LL step: optionally receive a slot, combine it with user data, store to the user buffer and
+    // send it on. An empty step still carries one line, so that every step is a real wait.
+    __device__ __noinline__ void llStep(const char* src, char* dst, int64_t nbytes, bool doRecv, bool doSend, bool postOp) {
+        int64_t nlines = (nbytes + 7) / 8;
+        if (nlines == 0) nlines = 1;
+        const uint32_t sflag = (uint32_t)(llSend + 1);
+        const uint32_t rflag = (uint32_t)(llRecv + 1);
+        uint4* sslot = sendLl + (int64_t)(llSend % SCCL_STEPS) * llSlotLines;
+        const uint4* rslot = recvLl + (int64_t)(llRecv % SCCL_STEPS) * llSlotLines;
+        if (doSend) llWaitSlot();
+        switch (op) {
+            case OP_SUM: llLines<OP_SUM>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_PROD: llLines<OP_PROD>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_MIN: llLines<OP_MIN>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_MAX: llLines<OP_MAX>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            default: llLines<OP_AVG>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+        }
+        if (doSend) llSend++;
+        if (doRecv) {
+            __syncthreads();
+            // Once in 2^31 steps rewrite the whole slot with a recent flag, so that a line left over
+            // from 2^32 steps ago can never look current after the 32-bit flag wraps.
+            if ((llRecv & 0x7ffffff8ull) == 0x7ffffff8ull) {
+                uint4* slot = recvLl + (int64_t)(llRecv % SCCL_STEPS) * llSlotLines;
+                for (int64_t i = threadIdx.x; i < llSlotLines; i += blockDim.x) stVolatile16(slot + i, 0, rflag, 0, rflag);
+                __threadfence_system();
+                __syncthreads();
+            }
+            if (threadIdx.x == 0) stReleaseSys(recvLlHead, llRecv + 1);
+            llRecv++;
+        }
+    }
+
+    // One Simple step: thread 0 waits for the slot (tail) and for room (head), all threads move the
+    // data with 16-byte accesses, then thread 0 publishes tail (after a system fence) and head.
+    __device__ __noinline__ void simpleStep(const char* src, char* dst, int64_t nbytes, bool doRecv, bool doSend, bool postOp) {
+        if (threadIdx.x == 0) {
+            int spins = 0;
+            if (doRecv) {
+                while (ldAcquireSys(recvSimpleTail) < simpleRecv + 1) {
+                    if (w.check(++spins)) break;
+                }
+            }
+            if (doSend && simpleSend >= simpleHeadCache + SCCL_STEPS) {
+                while (true) {
+                    simpleHeadCache = ldAcquireSys(sendSimpleHead);
+                    if (simpleSend < simpleHeadCache + SCCL_STEPS) break;
+                    if (w.check(++spins)) {
+                        simpleHeadCache = simpleSend;
+                        break;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        // Read after the barrier, so every thread agrees: after an abort nothing more is sent.
+        const bool live = !*w.aborted;
+        const char* rslot = doRecv ? recvSimple + (int64_t)(simpleRecv % SCCL_STEPS) * simpleSlotBytes : nullptr;
+        char* sslot = doSend && live ? sendSimple + (int64_t)(simpleSend % SCCL_STEPS) * simpleSlotBytes : nullptr;
+        switch (op) {
+            case OP_SUM: copyReduce<OP_SUM>(rslot, src, dst, sslot, nbytes, postOp); break;
+            case OP_PROD: copyReduce<OP_PROD>(rslot, src, dst, sslot, nbytes, postOp); break;
+            case OP_MIN: copyReduce<OP_MIN>(rslot, src, dst, sslot, nbytes, postOp); break;
+            case OP_MAX: copyReduce<OP_MAX>(rslot, src, dst, sslot, nbytes, postOp); break;
+            default: copyReduce<OP_AVG>(rslot, src, dst, sslot, nbytes, postOp); break;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (doSend && live) {
+                __threadfence_system();
+                stReleaseSys(sendSimpleTail, simpleSend + 1);
+            }
+            if (doRecv) stReleaseSys(recvSimpleHead, simpleRecv + 1);
+        }
+        if (doSend) simpleSend++;
+        if (doRecv) simpleRecv++;
+    }
+
+    // out = (fifo op user) for nbytes; stored to the user's dst and/or the next rank's slot.
+    template <int OP>
+    __device__ __noinline__ void copyReduce(const char* fifo, const char* src, char* dst, char* out, int64_t nbytes,
+                                               bool postOp) {
+        typedef RED<OP> R;
+        const int tid = threadIdx.x;
+        const int nt = blockDim.x;
+        const bool aligned = (((uintptr_t)src | (uintptr_t)dst) & 15) == 0;
+        const int64_t nvec = aligned ? nbytes / 16 : 0;
+        for (int64_t base = tid; base < nvec; base += (int64_t)nt * SCCL_UNROLL) {
+            uint4 v[SCCL_UNROLL];
+#pragma unroll
+            for (int u = 0; u < SCCL_UNROLL; u++) {
+                const int64_t i = base + (int64_t)u * nt;
+                if (i < nvec) {
+                    if (fifo != nullptr) v[u] = ldVolatile16(fifo + i * 16);
+                    if (src != nullptr) {
+                        uint4 x = *(const uint4*)(src + i * 16);
+                        v[u] = fifo != nullptr ? reducePack<R>(v[u], x) : x;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < SCCL_UNROLL; u++) {
+                const int64_t i = base + (int64_t)u * nt;
+                if (i < nvec) {
+                    if (postOp) v[u] = postPack<R>(v[u], nranks);
+                    if (dst != nullptr) *(uint4*)(dst + i * 16) = v[u];
+                    if (out != nullptr) *(uint4*)(out + i * 16) = v[u];
+                }
+            }
+        }
+        // The rest (a short tail, or everything when the user's buffers are not 16-byte aligned).
+        const int64_t done = nvec * 16;
+        const int64_t nelem = (nbytes - done) / (int64_t)sizeof(S);
+        for (int64_t e = tid; e < nelem; e += nt) {
+            const int64_t off = done + e * (int64_t)sizeof(S);
+            S v = 0;
+            if (fifo != nullptr) v = *(const volatile S*)(fifo + off);
+            if (src != nullptr) {
+                S x = *(const S*)(src + off);
+                v = fifo != nullptr ? R::apply(v, x) : x;
+            }
+            if (postOp) v = R::post(v, nranks);
+            if (dst != nullptr) *(S*)(dst + off) = v;
+            if (out != nullptr) *(S*)(out + off) = v;
+        }
+    }
+
+    __device__ __forceinline__ void step(const char* src, char* dst, int64_t nbytes, bool doRecv, bool doSend, bool postOp) {
+        if (simple) {
+            simpleStep(src, dst, nbytes, doRecv, doSend, postOp);
+        } else {
+            llStep(src, dst, nbytes, doRecv, doSend, postOp);
+        }
+    }
+
+    // The primitives the ring algorithms are written in (NCCL's names).
+    __device__ void send(const char* src, int64_t n) { step(src, nullptr, n, false, true, false); }
+    __device__ void recvReduceSend(const char* src, int64_t n) { step(src, nullptr, n, true, true, false); }
+    __device__ void recvReduceCopySend(const char* src, char* dst, int64_t n, bool post) { step(src, dst, n, true, true, post); }
+    __device__ void recvReduceCopy(const char* src, char* dst, int64_t n, bool post) { step(src, dst, n, true, false, post); }
+    __device__ void copySend(const char* src, char* dst, int64_t n) { step(src, dst, n, false, true, false); }
+    __device__ void recvCopySend(char* dst, int64_t n) { step(nullptr, dst, n, true, true, false); }
+    __device__ void recv(char* dst, int64_t n) { step(nullptr, dst, n, true, false, false); }
+
+    // The 32-byte header (CollectiveHeader.java) as one LL step of 4 lines, whatever the protocol.
+    __device__ void exchangeHeader(const uint32_t* mine, bool doRecv, bool doSend) {
+        __shared__ int mismatch;
+        __shared__ uint32_t theirs[8];
+        if (threadIdx.x == 0) mismatch = 0;
+        __syncthreads();
+        const uint32_t sflag = (uint32_t)(llSend + 1);
+        const uint32_t rflag = (uint32_t)(llRecv + 1);
+        if (doSend) llWaitSlot();
+        if (threadIdx.x < 4) {
+            const int i = threadIdx.x;
+            if (doSend && !*w.aborted) {
+                uint4* line = sendLl + (int64_t)(llSend % SCCL_STEPS) * llSlotLines + i;
+                stVolatile16(line, mine[2 * i], sflag, mine[2 * i + 1], sflag);
+            }
+            if (doRecv) {
+                const uint4* line = recvLl + (int64_t)(llRecv % SCCL_STEPS) * llSlotLines + i;
+                uint64_t v = llRead(line, rflag);
+                theirs[2 * i] = (uint32_t)v;
+                theirs[2 * i + 1] = (uint32_t)(v >> 32);
+                if ((uint32_t)v != mine[2 * i] || (uint32_t)(v >> 32) != mine[2 * i + 1]) mismatch = 1;
+            }
+        }
+        if (doSend) llSend++;
+        __syncthreads();
+        if (doRecv) {
+            if (threadIdx.x == 0) {
+                if (mismatch && !*w.aborted) {
+                    // Both calls go to the host, which names them in its error.
+                    if (w.hostStatus[1] == 0) {
+                        for (int k = 0; k < 8; k++) {
+                            w.hostStatus[8 + k] = (int32_t)theirs[k];
+                            w.hostStatus[16 + k] = (int32_t)mine[k];
+                        }
+                        __threadfence_system();
+                    }
+                    w.raise(STATUS_MISMATCH);
+                }
+                stReleaseSys(recvLlHead, llRecv + 1);
+            }
+            llRecv++;
+            __syncthreads();
+        }
+    }
+};
+
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ __forceinline__ int modRanks(int a, int n) { return ((a % n) + n) % n; }
+
+// Where block j's part of one step lies: [j*B + rel, j*B + rel + len), clipped to block and buffer.
+struct Cut {
+    int64_t B, total, rel, len, es;
+    __device__ int64_t offset(int j) const { return (j * B + rel) * es; }
+    __device__ int64_t bytes(int j) const {
+        const int64_t s = j * B + rel;
+        const int64_t e = min64(min64(s + len, (int64_t)(j + 1) * B), total);
+        return max64(0, e - s) * es;
+    }
+};
+
+template <template <int> class RED, bool SIMPLE>
+__device__ void ringKernel(const CollArgs& a) {
+    typedef typename RED<OP_SUM>::S S;
+    __shared__ volatile int abortedShared;
+    if (threadIdx.x == 0) abortedShared = 0;
+    __syncthreads();
+
+    const DevComm* comm = (const DevComm*)a.comm;
+    const int n = (int)comm->nranks;
+    const int r = (int)comm->rank;
+    const int c = blockIdx.x;
+
+    Waiter w;
+    w.myState = (volatile uint32_t*)comm->myState;
+    w.nextState = (volatile uint32_t*)comm->nextState;
+    w.hostStatus = (volatile int32_t*)comm->hostStatus;
+    w.aborted = (volatile int*)&abortedShared;
+    w.start = globalTimerNs();
+    w.timeoutNs = comm->timeoutNs;
+
+    // An abort raised by a peer (or by an earlier kernel of this rank) stops this collective before it
+    // starts: its data could be a failed peer's leftovers.
+    if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
+    __syncthreads();
+
+    Channel<RED> ch;
+    ch.load(comm, c, SIMPLE, (int)a.op, w);
+
+    const char* send = (const char*)a.send;
+    char* recv = (char*)a.recv;
+    const int64_t es = sizeof(S);
+    const int64_t B = (int64_t)a.blockElems;
+    const int64_t Cb = (int64_t)a.chunkElems;
+    const int64_t S_ = (int64_t)a.sliceElems;
+    const int64_t chBegin = (int64_t)c * Cb;
+    const int64_t chLen = max64(0, min64(Cb, B - chBegin));
+
+    // Broadcast is a chain from the root: the rank before the root sends nothing, the root receives nothing.
+    const int fromRoot = modRanks(r - (int)a.root, n);
+    const bool doRecv = a.kind == KIND_BROADCAST ? fromRoot != 0 : true;
+    const bool doSend = a.kind == KIND_BROADCAST ? fromRoot != n - 1 : true;
+
+    const uint32_t header[8] = {a.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
+    ch.exchangeHeader(header, doRecv, doSend);
+
+    Cut cut;
+    cut.B = B;
+    cut.total = (int64_t)a.totalElems;
+    cut.es = es;
+    for (int64_t t = 0; t < chLen; t += S_) {
+        cut.rel = chBegin + t;
+        cut.len = min64(S_, chLen - t);
+        if (a.kind == KIND_ALL_REDUCE || a.kind == KIND_BARRIER) {
+            int j = modRanks(r - 1, n);
+            ch.send(send + cut.offset(j), cut.bytes(j));
+            for (int k = 2; k < n; k++) {
+                j = modRanks(r - k, n);
+                ch.recvReduceSend(send + cut.offset(j), cut.bytes(j));
+            }
+            j = r;
+            ch.recvReduceCopySend(send + cut.offset(j), recv + cut.offset(j), cut.bytes(j), true);
+            for (int k = 1; k < n - 1; k++) {
+                j = modRanks(r - k, n);
+                ch.recvCopySend(recv + cut.offset(j), cut.bytes(j));
+            }
+            j = modRanks(r + 1, n);
+            ch.recv(recv + cut.offset(j), cut.bytes(j));
+        } else if (a.kind == KIND_REDUCE_SCATTER) {
+            int j = modRanks(r - 1, n);
+            ch.send(send + cut.offset(j), cut.bytes(j));
+            for (int k = 2; k < n; k++) {
+                j = modRanks(r - k, n);
+                ch.recvReduceSend(send + cut.offset(j), cut.bytes(j));
+            }
+            j = r;
+            ch.recvReduceCopy(send + cut.offset(j), recv + cut.rel * es, cut.bytes(j), true);
+        } else if (a.kind == KIND_ALL_GATHER) {
+            ch.copySend(send + cut.rel * es, recv + cut.offset(r), cut.bytes(r));
+            for (int k = 1; k < n - 1; k++) {
+                const int j = modRanks(r - k, n);
+                ch.recvCopySend(recv + cut.offset(j), cut.bytes(j));
+            }
+            const int j = modRanks(r + 1, n);
+            ch.recv(recv + cut.offset(j), cut.bytes(j));
+        } else {  // KIND_BROADCAST: one block, the whole buffer
+            const int64_t off = cut.rel * es;
+            const int64_t bytes = cut.bytes(0);
+            if (fromRoot == 0) {
+                ch.copySend(send + off, recv + off, bytes);
+            } else if (fromRoot < n - 1) {
+                ch.recvCopySend(recv + off, bytes);
+            } else {
+                ch.recv(recv + off, bytes);
+            }
+        }
+    }
+    ch.save();
+}
+
+// One kernel per data type and protocol; the op is a parameter, dispatched once per step.
+// Names: sccl_ring_<DataType.ncclName()>_<ll|simple>. AllGather and Broadcast use uint8 (a copy).
+#define SCCL_KERNELS(TNAME, RED)                                                                          \
+    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_ring_##TNAME##_ll(CollArgs a) {     \
+        ringKernel<RED, false>(a);                                                                        \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_ring_##TNAME##_simple(CollArgs a) { \
+        ringKernel<RED, true>(a);                                                                         \
+    }
+
+SCCL_KERNELS(float, RedF32)
+SCCL_KERNELS(double, RedF64)
+SCCL_KERNELS(half, RedF16)
+SCCL_KERNELS(bfloat16, RedBF16)
+SCCL_KERNELS(int32, RedI32)
+SCCL_KERNELS(int64, RedI64)
+SCCL_KERNELS(int8, RedI8)
+SCCL_KERNELS(uint8, RedU8)

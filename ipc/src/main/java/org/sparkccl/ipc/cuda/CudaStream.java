@@ -1,0 +1,56 @@
+package org.sparkccl.ipc.cuda;
+
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * A non-blocking stream: it never waits for the legacy default stream, so another rank of this
+ * process doing a synchronous copy cannot stall behind a collective kernel that waits for it.
+ */
+public final class CudaStream implements AutoCloseable {
+    private final CudaDevice device;
+    private final CUstream stream = new CUstream();
+    private final String where;
+    private boolean closed;
+
+    public CudaStream(CudaDevice device, String where) {
+        this.device = device;
+        this.where = where;
+        device.makeCurrent();
+        Cuda.check(JCudaDriver.cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate", where);
+    }
+
+    public CUstream handle() {
+        return stream;
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** True when all work queued on the stream is done; throws when it failed. */
+    public boolean isIdle() {
+        int rc = JCudaDriver.cuStreamQuery(stream);
+        if (rc == CUresult.CUDA_ERROR_NOT_READY) {
+            return false;
+        }
+        Cuda.check(rc, "cuStreamQuery", where);
+        return true;
+    }
+
+    public void synchronize() {
+        Cuda.check(JCudaDriver.cuStreamSynchronize(stream), "cuStreamSynchronize", where);
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        device.makeCurrent();
+        Cuda.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy", where);
+    }
+}

@@ -1,0 +1,85 @@
+package org.sparkccl.ipc.cuda;
+
+import java.util.concurrent.atomic.AtomicLong;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.JCudaDriver;
+import org.agrona.UnsafeApi;
+
+/**
+ * Page-locked host memory from {@code cuMemHostAlloc(portable | devicemap)}: the host reads and
+ * writes it at {@link #address()}, kernels at {@link #devicePointer()}. Zero-filled, counted like
+ * {@link DeviceBuffer}.
+ */
+public final class PinnedHostBuffer implements AutoCloseable {
+    private static final AtomicLong OUTSTANDING = new AtomicLong();
+
+    private final CudaDevice device;
+    private final Pointer pointer;
+    private final long address;
+    private final long devicePointer;
+    private final long size;
+    private final String where;
+    private boolean closed;
+
+    private PinnedHostBuffer(CudaDevice device, Pointer pointer, long address, long devicePointer, long size,
+                             String where) {
+        this.device = device;
+        this.pointer = pointer;
+        this.address = address;
+        this.devicePointer = devicePointer;
+        this.size = size;
+        this.where = where;
+    }
+
+    public static PinnedHostBuffer allocate(CudaDevice device, long bytes, String owner) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("pinned allocation of " + bytes + " bytes");
+        }
+        String where = device.where() + (owner.isEmpty() ? "" : ", " + owner);
+        device.makeCurrent();
+        Pointer p = new Pointer();
+        Cuda.check(JCudaDriver.cuMemHostAlloc(p, bytes,
+                JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP),
+                "cuMemHostAlloc(" + bytes + " bytes)", where);
+        long host = Cuda.address(p);
+        CUdeviceptr d = new CUdeviceptr();
+        int rc = JCudaDriver.cuMemHostGetDevicePointer(d, p, 0);
+        if (rc != 0) {
+            JCudaDriver.cuMemFreeHost(p);
+            Cuda.check(rc, "cuMemHostGetDevicePointer", where);
+        }
+        UnsafeApi.setMemory(host, bytes, (byte) 0);
+        OUTSTANDING.addAndGet(bytes);
+        return new PinnedHostBuffer(device, p, host, Cuda.address(d), bytes, where);
+    }
+
+    /** Host address. */
+    public long address() {
+        return address;
+    }
+
+    /** The address kernels on this buffer's device use. */
+    public long devicePointer() {
+        return devicePointer;
+    }
+
+    public long size() {
+        return size;
+    }
+
+    public static long outstandingBytes() {
+        return OUTSTANDING.get();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        device.makeCurrent();
+        OUTSTANDING.addAndGet(-size);
+        Cuda.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + size + " bytes)", where);
+    }
+}

@@ -1,0 +1,93 @@
+package org.sparkccl.ipc.gpu;
+
+/**
+ * Byte layouts shared with the kernels (ring_kernels.cu: DevComm, ChannelPtrs, ChannelState,
+ * CollArgs). Every field is 8 bytes unless said otherwise, little-endian as the GPU reads it.
+ *
+ * <pre>
+ *  DevComm (device memory, written once at connect)
+ *    0 rank   8 nranks   16 LL slot bytes   24 Simple slot bytes
+ *   32 my abort word (u32*)   40 next rank's abort word   48 host status block (int[32], mapped)
+ *   56 timeout in ns          64..127 unused
+ *  128 + 128 * c: channel c
+ *    0 recv LL slots   8 recv Simple slots   16 recv LL head   24 recv Simple head   32 recv Simple tail
+ *   40 send LL slots  48 send Simple slots   56 send LL head   64 send Simple head   72 send Simple tail
+ *   80 ChannelState*  88..127 unused
+ *  ChannelState (64 bytes per channel, private device memory): LL send/recv step, Simple send/recv
+ *  step, LL and Simple head caches
+ *  CollArgs (96 bytes, the kernel's parameter): see ARG_* offsets
+ * </pre>
+ */
+final class DevCommLayout {
+    static final int MAX_CHANNELS = 32;
+    static final int HEADER_BYTES = 128;
+    static final int CHANNEL_BYTES = 128;
+    static final int BYTES = HEADER_BYTES + MAX_CHANNELS * CHANNEL_BYTES;
+    static final int STATE_BYTES = 64;
+
+    static final int RANK = 0;
+    static final int NRANKS = 8;
+    static final int LL_SLOT_BYTES = 16;
+    static final int SIMPLE_SLOT_BYTES = 24;
+    static final int MY_STATE = 32;
+    static final int NEXT_STATE = 40;
+    static final int HOST_STATUS = 48;
+    static final int TIMEOUT_NS = 56;
+
+    static final int RECV_LL = 0;
+    static final int RECV_SIMPLE = 8;
+    static final int RECV_LL_HEAD = 16;
+    static final int RECV_SIMPLE_HEAD = 24;
+    static final int RECV_SIMPLE_TAIL = 32;
+    static final int SEND_LL = 40;
+    static final int SEND_SIMPLE = 48;
+    static final int SEND_LL_HEAD = 56;
+    static final int SEND_SIMPLE_HEAD = 64;
+    static final int SEND_SIMPLE_TAIL = 72;
+    static final int STATE = 80;
+
+    static final int ARGS_BYTES = 96;
+    static final int ARG_COMM = 0;
+    static final int ARG_SEND = 8;
+    static final int ARG_RECV = 16;
+    static final int ARG_COUNT = 24;
+    static final int ARG_BLOCK = 32;
+    static final int ARG_TOTAL = 40;
+    static final int ARG_CHUNK = 48;
+    static final int ARG_SLICE = 56;
+    static final int ARG_SEQ = 64;
+    static final int ARG_KIND = 68;
+    static final int ARG_TYPE = 72;
+    static final int ARG_OP = 76;
+    static final int ARG_PROTO = 80;
+    static final int ARG_ROOT = 84;
+    static final int ARG_NCHANNELS = 88;
+
+    /** Host status block (int[32] in mapped pinned memory): what the kernel tells the host. */
+    static final int STATUS_BYTES = 128;
+    static final int STATUS_HOST_ABORT = 0;
+    static final int STATUS_CODE = 4;
+    static final int STATUS_CHANNEL = 8;
+    static final int STATUS_THEIR_HEADER = 32;
+    static final int STATUS_MY_HEADER = 64;
+
+    static final int CODE_OK = 0;
+    static final int CODE_MISMATCH = 1;
+    static final int CODE_PEER_ABORT = 2;
+    static final int CODE_TIMEOUT = 3;
+    static final int CODE_HOST_ABORT = 4;
+
+    /**
+     * The GPU window's control block (the first {@code SegmentLayout.CONTROL_BYTES} of a window): the
+     * CPU engine's magic, version, state and pid offsets, plus the secret and a probe word.
+     */
+    static final int WINDOW_SECRET = 32;
+    static final int WINDOW_PROBE = 48;
+
+    private DevCommLayout() {
+    }
+
+    static int channel(int c) {
+        return HEADER_BYTES + c * CHANNEL_BYTES;
+    }
+}

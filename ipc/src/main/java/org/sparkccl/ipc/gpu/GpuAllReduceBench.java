@@ -1,0 +1,219 @@
+package org.sparkccl.ipc.gpu;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.agrona.BufferUtil;
+import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.launch.LaunchedRank;
+import org.sparkccl.ipc.launch.RankLauncher;
+
+/**
+ * AllReduce on GPUs, timed from the Java call to its return (each call is synchronous), in
+ * nccl-tests' columns: {@code size count type time(us) algbw busbw wrong}. Ranks are processes (one
+ * per rank, {@link RankLauncher}) or threads of this JVM ({@code --threads}); rank r uses GPU
+ * r mod gpus, so {@code --ranks-per-gpu K} gives K ranks per GPU.
+ *
+ * <pre>
+ *   GpuAllReduceBench [-b 8] [-e 256M] [-f 2] [-g GPUS] [--ranks-per-gpu K] [-n iters] [-w warmup]
+ *                     [-d float] [-o sum] [--threads]
+ * </pre>
+ * SPARKCCL_* settings (PROTO, NCHANNELS, P2P_DISABLE, BUFFSIZE, LL_THRESHOLD) apply.
+ */
+public final class GpuAllReduceBench {
+    private long minBytes = 8;
+    private long maxBytes = 256L << 20;
+    private int factor = 2;
+    private int gpus = -1;
+    private int ranksPerGpu = 1;
+    private int iters = 20;
+    private int warmup = 5;
+    private DataType type = DataType.FLOAT32;
+    private ReduceOp op = ReduceOp.SUM;
+    private boolean threads;
+    private final List<String> rawArgs = new ArrayList<>();
+
+    public static void main(String[] args) throws Exception {
+        GpuAllReduceBench b = new GpuAllReduceBench();
+        b.parse(args);
+        System.exit(b.run());
+    }
+
+    private void parse(String[] args) {
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--threads")) {
+                threads = true;
+                continue;
+            }
+            rawArgs.add(a);
+            String v = i + 1 < args.length ? args[i + 1] : null;
+            switch (a) {
+                case "-b": minBytes = Params.parseSize(v); break;
+                case "-e": maxBytes = Params.parseSize(v); break;
+                case "-f": factor = Integer.parseInt(v); break;
+                case "-g": gpus = Integer.parseInt(v); break;
+                case "--ranks-per-gpu": ranksPerGpu = Integer.parseInt(v); break;
+                case "-n": iters = Integer.parseInt(v); break;
+                case "-w": warmup = Integer.parseInt(v); break;
+                case "-d": type = DataType.fromName(v); break;
+                case "-o": op = ReduceOp.fromName(v); break;
+                default: throw new IllegalArgumentException("unknown option " + a + " (see the class comment)");
+            }
+            rawArgs.add(v);
+            i++;
+        }
+    }
+
+    private int run() throws Exception {
+        if (LaunchedRank.isLaunched()) {
+            LaunchedRank me = LaunchedRank.fromEnvironment();
+            try (Bootstrap bootstrap = me.bootstrap(Duration.ofMinutes(2))) {
+                int visible = GpuSupport.deviceCount();
+                rank(bootstrap, me.rank() % (gpus > 0 ? Math.min(gpus, visible) : visible));
+            }
+            return 0;
+        }
+        String reason = GpuSupport.unavailableReason();
+        if (reason != null) {
+            System.err.println("GPUs cannot be used here: " + reason);
+            return 2;
+        }
+        int g = gpus > 0 ? Math.min(gpus, GpuSupport.deviceCount()) : GpuSupport.deviceCount();
+        int ranks = g * ranksPerGpu;
+        if (!threads) {
+            return RankLauncher.of(ranks, GpuAllReduceBench.class.getName()).args(rawArgs)
+                    .timeout(Duration.ofMinutes(9)).run().exitStatus();
+        }
+        InJvm group = new InJvm(ranks);
+        ExecutorService pool = Executors.newFixedThreadPool(ranks);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int r = 0; r < ranks; r++) {
+            int rank = r;
+            futures.add(pool.submit(() -> {
+                rank(group.member(rank), rank % g);
+                return null;
+            }));
+        }
+        for (Future<?> f : futures) {
+            f.get();
+        }
+        pool.shutdown();
+        return 0;
+    }
+
+    private void rank(Bootstrap bootstrap, int device) {
+        Params params = Params.fromEnvironment();
+        boolean print = bootstrap.rank() == 0;
+        try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, device, params);
+             DeviceBuffer send = DeviceBuffer.allocate(comm.device(), Math.max(maxBytes, 64), "bench");
+             DeviceBuffer recv = DeviceBuffer.allocate(comm.device(), Math.max(maxBytes, 64), "bench")) {
+            if (print) {
+                System.out.printf(Locale.ROOT, "# sparkccl GPU allreduce: %d rank(s), %s, %s%n", comm.size(),
+                        threads ? "threads of one JVM" : "one process per rank", comm.describeLinks());
+                System.out.printf(Locale.ROOT, "# settings: %s%n", params.describeSet());
+                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s%n", "size(B)", "count", "type",
+                        "proto", "time(us)", "algbw", "busbw", "wrong");
+            }
+            for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+                long count = Math.max(1, bytes / type.size());
+                long size = count * type.size();
+                long wrong = check(comm, send, recv, count, size);
+                for (int i = 0; i < warmup; i++) {
+                    comm.allReduce(send.address(), recv.address(), count, type, op);
+                }
+                bootstrap.barrier();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < iters; i++) {
+                    comm.allReduce(send.address(), recv.address(), count, type, op);
+                }
+                double us = (System.nanoTime() - t0) / 1e3 / iters;
+                double algbw = size / us / 1e3;
+                double busbw = algbw * 2.0 * (comm.size() - 1) / comm.size();
+                if (print) {
+                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d%n", size, count,
+                            type.ncclName(), comm.protocolFor(size).displayName(), us, algbw, busbw, wrong);
+                }
+                if (factor <= 1) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /** One checked call: inputs from ReferenceCheck, output compared with the float64 / exact reference. */
+    private long check(GpuCommunicator comm, DeviceBuffer send, DeviceBuffer recv, long count, long size) {
+        ReferenceCheck check = new ReferenceCheck(type, op, comm.size(), ReferenceCheck.seed(42, count));
+        ByteBuffer host = ByteBuffer.allocateDirect((int) size);
+        long h = BufferUtil.address(host);
+        check.fillInput(comm.rank(), h, 0, count);
+        send.copyFromHost(0, h, size, comm.stream());
+        recv.fill((byte) 0x7f, comm.stream());
+        comm.allReduce(send.address(), recv.address(), count, type, op);
+        recv.copyToHost(0, h, size, comm.stream());
+        long wrong = check.checkReduced(h, 0, count).wrong();
+        java.lang.ref.Reference.reachabilityFence(host);
+        // Inputs of the timed calls stay these; their values do not matter for speed.
+        return wrong;
+    }
+
+    /** Ranks as threads: allGather through a shared array. */
+    private static final class InJvm {
+        final int size;
+        final java.util.concurrent.CyclicBarrier barrier;
+        final byte[][] slots;
+
+        InJvm(int size) {
+            this.size = size;
+            this.barrier = new java.util.concurrent.CyclicBarrier(size);
+            this.slots = new byte[size][];
+        }
+
+        Bootstrap member(int rank) {
+            return new Bootstrap() {
+                @Override
+                public int rank() {
+                    return rank;
+                }
+
+                @Override
+                public int size() {
+                    return size;
+                }
+
+                @Override
+                public byte[][] allGather(byte[] mine) {
+                    slots[rank] = mine;
+                    await();
+                    byte[][] out = slots.clone();
+                    await();
+                    return out;
+                }
+
+                @Override
+                public void barrier() {
+                    await();
+                }
+
+                private void await() {
+                    try {
+                        barrier.await();
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,598 @@
+package org.sparkccl.ipc.gpu;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import jcuda.Pointer;
+import jcuda.driver.CUfunction;
+import jcuda.driver.JCudaDriver;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.CclTimeoutException;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.MemoryKind;
+import org.sparkccl.core.PeerFailedException;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.StagingBuffer;
+import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.log.Subsys;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.proto.ChannelLayout;
+import org.sparkccl.core.proto.CollectiveHeader;
+import org.sparkccl.core.proto.CollectiveHeader.Kind;
+import org.sparkccl.core.proto.Protocol;
+import org.sparkccl.core.proto.SegmentLayout;
+import org.sparkccl.core.transport.HostIdentity;
+import org.sparkccl.core.transport.RankInfo;
+import org.sparkccl.ipc.cuda.Cuda;
+import org.sparkccl.ipc.cuda.CudaDevice;
+import org.sparkccl.ipc.cuda.CudaStream;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+import org.sparkccl.ipc.cuda.KernelModule;
+import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.shm.ShmTransport;
+
+/**
+ * Collectives between GPUs of one machine. Each rank runs one persistent kernel per collective
+ * (ring_kernels.cu) that does the whole ring, one block per channel, writing into its successor's
+ * receive window: device memory mapped through CUDA IPC (or a plain pointer for ranks of this
+ * process) where the two GPUs reach each other peer-to-peer, else a /dev/shm window both GPUs map
+ * (host-staged). Built with one bootstrap round. Addresses are device pointers of this rank's GPU;
+ * every call returns when the collective is complete on this rank.
+ *
+ * <p>Not thread safe: one thread per rank, as with NCCL. Ranks of one process must not free device
+ * memory ({@code cuMemFree} may wait for the whole GPU) while another rank on the same GPU is inside a
+ * collective.
+ */
+public final class GpuCommunicator implements Communicator {
+    static final String ENTRY_DEVICE = "gpu.device";
+    static final String ENTRY_P2P = "gpu.p2p";
+    static final String ENTRY_HOST = "gpu.host";
+    static final String ENTRY_HOST_SHM = "gpu.host.shm";
+    /** Default Simple buffer per channel on GPUs when SPARKCCL_BUFFSIZE is not set (NCCL's default). */
+    static final long DEFAULT_GPU_BUFFSIZE = 4L << 20;
+    static final int DEFAULT_P2P_CHANNELS = 16;
+    static final int DEFAULT_STAGED_CHANNELS = 4;
+    private static final long PEER_CHECK_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    private final int rank;
+    private final int size;
+    private final CudaDevice device;
+    private final CclLog log;
+    private final Params params;
+    private final String where;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private final List<DeviceBuffer> stagingPool = new ArrayList<>();
+    private CudaStream stream;
+    private KernelModule module;
+    private GpuTuner tuner;
+    private RankInfo[] infos;
+    private GpuWindow.Host hostWindowToUnlink;
+    private DeviceBuffer devComm;
+    private DeviceBuffer channelState;
+    private DeviceBuffer barrierBuffer;
+    private PinnedHostBuffer status;
+    private UnsafeBuffer statusView;
+    private final byte[] args = new byte[DevCommLayout.ARGS_BYTES];
+    private final ByteBuffer argsView = ByteBuffer.wrap(args).order(ByteOrder.LITTLE_ENDIAN);
+    private final Pointer kernelParams = Pointer.to(Pointer.to(args));
+    private long timeoutNs;
+    private int spinsBeforeYield;
+    private int sequence;
+    private String brokenBy;
+    private boolean closed;
+    private String links = "";
+
+    private GpuCommunicator(int rank, int size, CudaDevice device, Params params) {
+        this.rank = rank;
+        this.size = size;
+        this.device = device;
+        this.params = params;
+        this.log = new CclLog(rank, params);
+        this.where = device.where() + ", rank " + rank;
+    }
+
+    /** Builds the communicator: one {@code allGather} on the bootstrap, every rank together. */
+    static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params) {
+        CudaDevice device = CudaDevice.get(deviceOrdinal);
+        GpuCommunicator comm = new GpuCommunicator(bootstrap.rank(), bootstrap.size(), device, params);
+        try {
+            comm.connect(bootstrap);
+            return comm;
+        } catch (RuntimeException e) {
+            comm.close();
+            throw e;
+        }
+    }
+
+    private <T extends AutoCloseable> T own(T resource) {
+        resources.add(resource);
+        return resource;
+    }
+
+    private void connect(Bootstrap bootstrap) {
+        for (String line : params.describeSet()) {
+            log.info(Subsys.INIT, "%s", line);
+        }
+        device.makeCurrent();
+        stream = own(new CudaStream(device, where));
+        module = KernelModule.forDevice(device);
+        timeoutNs = TimeUnit.MILLISECONDS.toNanos(params.get(Params.TIMEOUT_MS));
+        spinsBeforeYield = params.get(Params.SPINS_BEFORE_YIELD);
+
+        long simpleBytes = params.isSet(Params.BUFFSIZE) ? params.get(Params.BUFFSIZE) : DEFAULT_GPU_BUFFSIZE;
+        ChannelLayout layout = new ChannelLayout(params.get(Params.LL_BUFFSIZE), simpleBytes);
+        int requested = params.get(Params.NCHANNELS);
+        int p2pChannels = Math.min(DevCommLayout.MAX_CHANNELS, requested > 0 ? requested : DEFAULT_P2P_CHANNELS);
+        int stagedChannels = Math.min(DevCommLayout.MAX_CHANNELS, requested > 0 ? requested : DEFAULT_STAGED_CHANNELS);
+        SegmentLayout deviceLayout = new SegmentLayout(layout, p2pChannels);
+        SegmentLayout hostLayout = new SegmentLayout(layout, stagedChannels);
+        boolean p2pDisabled = params.get(Params.P2P_DISABLE);
+
+        // Before the round: both receive windows, and what a peer needs to open them.
+        String owner = "rank " + rank;
+        byte[] hostHash = GpuConnectBlob.hostHash(HostIdentity.hostId());
+        GpuWindow.Device deviceWindow = null;
+        if (!p2pDisabled && size > 1) {
+            deviceWindow = own(new GpuWindow.Device(device, deviceLayout.totalBytes(), stream, owner));
+        }
+        ShmTransport shm = own(new ShmTransport(params, log));
+        GpuWindow.Host hostWindow = null;
+        if (size > 1 && shm.unavailableReason() == null) {
+            hostWindow = own(new GpuWindow.Host(shm, device, hostLayout.totalBytes(), owner));
+        }
+        RankInfo me = RankInfo.local(rank, size).withEntry(ENTRY_DEVICE, describeDevice(p2pDisabled).encode());
+        if (deviceWindow != null) {
+            me = me.withEntry(ENTRY_P2P, deviceWindow.connectBlob(rank, size, hostHash, device));
+        }
+        if (hostWindow != null) {
+            me = me.withEntry(ENTRY_HOST, hostWindow.connectBlob(rank, size, hostHash, device))
+                    .withEntry(ENTRY_HOST_SHM, hostWindow.shmBlob());
+        }
+
+        byte[][] all = bootstrap.allGather(me.encode());
+
+        infos = new RankInfo[size];
+        GpuRankInfo[] gpus = new GpuRankInfo[size];
+        for (int r = 0; r < size; r++) {
+            infos[r] = RankInfo.decode(all[r], r, size);
+            gpus[r] = GpuRankInfo.decode(infos[r].entry(ENTRY_DEVICE), r);
+        }
+        for (int r = 0; r < size; r++) {
+            if (!infos[r].sameHost(infos[rank])) {
+                throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
+                        + "): the GPU communicator connects GPUs of one machine only");
+            }
+        }
+        warnAboutSharedQueues(gpus);
+        status = own(PinnedHostBuffer.allocate(device, DevCommLayout.STATUS_BYTES, owner));
+        statusView = new UnsafeBuffer(status.address(), DevCommLayout.STATUS_BYTES);
+        barrierBuffer = own(DeviceBuffer.allocate(device, 256, owner));
+        if (size == 1) {
+            tuner = new GpuTuner(params, layout, 1);
+            log.info(Subsys.INIT, "GPU communicator of 1 rank on %s", device.where());
+            return;
+        }
+
+        // After the round: every rank decides every link alike, then opens its successor's window.
+        int prev = (rank + size - 1) % size;
+        int next = (rank + 1) % size;
+        boolean anyStaged = false;
+        for (int r = 0; r < size; r++) {
+            anyStaged |= !GpuRankInfo.p2pLink(gpus[r], gpus[(r + 1) % size]);
+        }
+        int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
+        tuner = new GpuTuner(params, layout, channels);
+        boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
+        boolean outP2p = GpuRankInfo.p2pLink(gpus[rank], gpus[next]);
+
+        GpuWindow mine = inP2p ? deviceWindow : hostWindow;
+        if (mine == null) {
+            throw new CclException("rank " + rank + ": rank " + prev + " must send through "
+                    + (inP2p ? "P2P" : "host shared memory") + " but this rank could not create that window ("
+                    + (inP2p ? "P2P disabled" : shm.unavailableReason()) + ")");
+        }
+        PeerWindow out = own(openSuccessor(next, outP2p, hostHash, shm));
+        // The window the predecessor does not use goes now; the other stays until close.
+        GpuWindow unused = inP2p ? hostWindow : deviceWindow;
+        if (unused != null) {
+            resources.remove(unused);
+            unused.close();
+        }
+        if (!inP2p) {
+            hostWindowToUnlink = hostWindow;
+        }
+
+        writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels);
+        links = "ring " + prev + " -> " + rank + " -> " + next + ": receives via " + (inP2p ? "P2P" : "SHM/staged")
+                + ", sends via " + out.via() + ", " + tuner.describe();
+        log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
+    }
+
+    /**
+     * Ranks of one process that share a GPU each launch a persistent kernel on a stream of their own;
+     * streams share CUDA's hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default), and a
+     * kernel queued behind a peer's kernel that waits for it never starts: the collective times out.
+     */
+    private void warnAboutSharedQueues(GpuRankInfo[] gpus) {
+        int sharing = 0;
+        for (int r = 0; r < size; r++) {
+            if (infos[r].sameProcess(infos[rank]) && java.util.Arrays.equals(gpus[r].uuid, gpus[rank].uuid)) {
+                sharing++;
+            }
+        }
+        String env = System.getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        int queues = 8;
+        try {
+            queues = env == null ? 8 : Integer.parseInt(env.trim());
+        } catch (NumberFormatException e) {
+            // CUDA ignores a bad value too.
+        }
+        if (sharing > queues / 2) {
+            log.warn(Subsys.INIT, "%d ranks of this process share %s and CUDA_DEVICE_MAX_CONNECTIONS is %d: their "
+                    + "kernels may queue behind each other and time out; set CUDA_DEVICE_MAX_CONNECTIONS=32 in the "
+                    + "environment of this process", sharing, device.where(), queues);
+        }
+    }
+
+    private GpuRankInfo describeDevice(boolean p2pDisabled) {
+        List<byte[]> reach = new ArrayList<>();
+        if (!p2pDisabled) {
+            for (int i = 0; i < org.sparkccl.ipc.cuda.GpuSupport.deviceCount(); i++) {
+                CudaDevice other = CudaDevice.get(i);
+                if (other != device && device.canAccessPeer(other) && other.canAccessPeer(device)) {
+                    reach.add(other.uuid());
+                }
+            }
+        }
+        return new GpuRankInfo(device.ordinal(), device.uuid(), device.pciBusId(), p2pDisabled, reach);
+    }
+
+    private PeerWindow openSuccessor(int next, boolean p2p, byte[] hostHash, ShmTransport shm) {
+        RankInfo peer = infos[next];
+        if (p2p) {
+            GpuConnectBlob blob = GpuConnectBlob.decode(peer.entry(ENTRY_P2P), next, size, hostHash);
+            if (peer.sameProcess(infos[rank])) {
+                return PeerWindow.direct(device, blob, stream, where);
+            }
+            return PeerWindow.ipc(device, blob, stream, where);
+        }
+        byte[] raw = peer.entry(ENTRY_HOST);
+        if (raw == null) {
+            throw new CclException("rank " + rank + ": rank " + next + " offers no host staging window (its /dev/shm is "
+                    + "unusable) and the two GPUs cannot reach each other peer-to-peer");
+        }
+        GpuConnectBlob blob = GpuConnectBlob.decode(raw, next, size, hostHash);
+        return PeerWindow.staged(device, shm, peer.entry(ENTRY_HOST_SHM), peer, blob, "rank " + rank);
+    }
+
+    /** The kernel's view of the ring (DevCommLayout), written once to device memory. */
+    private void writeDevComm(SegmentLayout layout, long myWindow, long nextWindow, int channels) {
+        ChannelLayout ch = layout.channel();
+        channelState = own(DeviceBuffer.allocate(device, (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS,
+                "rank " + rank));
+        channelState.fill((byte) 0, stream);
+        ByteBuffer b = ByteBuffer.allocate(DevCommLayout.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(DevCommLayout.RANK, rank);
+        b.putLong(DevCommLayout.NRANKS, size);
+        b.putLong(DevCommLayout.LL_SLOT_BYTES, ch.llSlotBytes());
+        b.putLong(DevCommLayout.SIMPLE_SLOT_BYTES, ch.simpleSlotBytes());
+        b.putLong(DevCommLayout.MY_STATE, myWindow + SegmentLayout.STATE_OFFSET);
+        b.putLong(DevCommLayout.NEXT_STATE, nextWindow + SegmentLayout.STATE_OFFSET);
+        b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
+        b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
+        for (int c = 0; c < channels; c++) {
+            int at = DevCommLayout.channel(c);
+            long recv = myWindow + layout.channelOffset(c);
+            long send = nextWindow + layout.channelOffset(c);
+            b.putLong(at + DevCommLayout.RECV_LL, recv + ch.llSlotOffset(0));
+            b.putLong(at + DevCommLayout.RECV_SIMPLE, recv + ch.simpleSlotOffset(0));
+            b.putLong(at + DevCommLayout.RECV_LL_HEAD, recv + ChannelLayout.LL_HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.RECV_SIMPLE_HEAD, recv + ChannelLayout.SIMPLE_HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.RECV_SIMPLE_TAIL, recv + ChannelLayout.SIMPLE_TAIL_OFFSET);
+            b.putLong(at + DevCommLayout.SEND_LL, send + ch.llSlotOffset(0));
+            b.putLong(at + DevCommLayout.SEND_SIMPLE, send + ch.simpleSlotOffset(0));
+            b.putLong(at + DevCommLayout.SEND_LL_HEAD, send + ChannelLayout.LL_HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.SEND_SIMPLE_HEAD, send + ChannelLayout.SIMPLE_HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.SEND_SIMPLE_TAIL, send + ChannelLayout.SIMPLE_TAIL_OFFSET);
+            b.putLong(at + DevCommLayout.STATE, channelState.address() + (long) c * DevCommLayout.STATE_BYTES);
+        }
+        devComm = own(DeviceBuffer.allocate(device, DevCommLayout.BYTES, "rank " + rank));
+        devComm.copyFromArray(b.array(), DevCommLayout.BYTES, stream);
+        argsView.putLong(DevCommLayout.ARG_COMM, devComm.address());
+    }
+
+    // ---- Collectives. ------------------------------------------------------------------------------
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+        return MemoryKind.DEVICE;
+    }
+
+    /** The GPU this rank runs on. */
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** The stream collectives run on (non-blocking); copies that must order with them can use it. */
+    public CudaStream stream() {
+        return stream;
+    }
+
+    /** How this rank is connected, for logs and benchmarks. */
+    public String describeLinks() {
+        return links;
+    }
+
+    @Override
+    public void allReduce(long sendAddress, long recvAddress, long count, DataType type, ReduceOp op) {
+        run(Kind.ALL_REDUCE, sendAddress, recvAddress, count, type, op, 0);
+    }
+
+    @Override
+    public void reduceScatter(long sendAddress, long recvAddress, long recvCount, DataType type, ReduceOp op) {
+        run(Kind.REDUCE_SCATTER, sendAddress, recvAddress, recvCount, type, op, 0);
+    }
+
+    @Override
+    public void allGather(long sendAddress, long recvAddress, long sendCount, DataType type) {
+        run(Kind.ALL_GATHER, sendAddress, recvAddress, sendCount, type, ReduceOp.SUM, 0);
+    }
+
+    @Override
+    public void broadcast(long sendAddress, long recvAddress, long count, DataType type, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("root " + root + " is not a rank of this communicator of " + size);
+        }
+        run(Kind.BROADCAST, sendAddress, recvAddress, count, type, ReduceOp.SUM, root);
+    }
+
+    @Override
+    public void barrier() {
+        run(Kind.BARRIER, barrierBuffer.address(), barrierBuffer.address(), 1, DataType.INT32, ReduceOp.SUM, 0);
+    }
+
+    private void run(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root) {
+        checkUsable();
+        if (count < 0) {
+            throw new IllegalArgumentException("negative count " + count);
+        }
+        if (send % type.size() != 0 || recv % type.size() != 0) {
+            throw new IllegalArgumentException("device addresses must be aligned to the element size (" + type.size()
+                    + " bytes for " + type.ncclName() + "): send 0x" + Long.toHexString(send) + ", recv 0x"
+                    + Long.toHexString(recv));
+        }
+        if (count == 0) {
+            return;
+        }
+        device.makeCurrent();
+        if (size == 1) {
+            copySingleRank(kind, send, recv, count, type);
+            return;
+        }
+        GpuPlan plan = tuner.plan(kind, count, type, size);
+        int seq = ++sequence;
+        CollectiveHeader header = new CollectiveHeader(seq, kind, type, op, plan.protocol, root, count);
+        argsView.putLong(DevCommLayout.ARG_SEND, send);
+        argsView.putLong(DevCommLayout.ARG_RECV, recv);
+        argsView.putLong(DevCommLayout.ARG_COUNT, count);
+        argsView.putLong(DevCommLayout.ARG_BLOCK, plan.blockElems);
+        argsView.putLong(DevCommLayout.ARG_TOTAL, plan.totalElems);
+        argsView.putLong(DevCommLayout.ARG_CHUNK, plan.chunkElems);
+        argsView.putLong(DevCommLayout.ARG_SLICE, plan.sliceElems);
+        argsView.putInt(DevCommLayout.ARG_SEQ, seq);
+        argsView.putInt(DevCommLayout.ARG_KIND, kind.ordinal());
+        argsView.putInt(DevCommLayout.ARG_TYPE, type.ordinal());
+        argsView.putInt(DevCommLayout.ARG_OP, op.ordinal());
+        argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
+        argsView.putInt(DevCommLayout.ARG_ROOT, root);
+        argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
+        if (log.traceEnabled(Subsys.COLL)) {
+            log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
+        }
+        CUfunction function = module.function(plan.kernel);
+        Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, stream.handle(),
+                kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        waitForKernel(header);
+    }
+
+    private void copySingleRank(Kind kind, long send, long recv, long count, DataType type) {
+        if (kind == Kind.BARRIER || send == recv) {
+            return;
+        }
+        long bytes = count * type.size();
+        Cuda.check(JCudaDriver.cuMemcpyDtoDAsync(Cuda.devicePointer(recv), Cuda.devicePointer(send), bytes,
+                stream.handle()), "cuMemcpyDtoDAsync(" + bytes + " bytes)", where);
+        stream.synchronize();
+    }
+
+    /**
+     * Polls the stream until the kernel is done. Meanwhile checks that every peer process is alive;
+     * if one died, asks the kernel to stop (host abort word) and fails naming it. The kernel has
+     * its own timeout; this one only backs it up.
+     */
+    private void waitForKernel(CollectiveHeader header) {
+        long start = System.nanoTime();
+        long nextCheck = start + PEER_CHECK_INTERVAL_NS;
+        int idles = 0;
+        int deadPeer = -1;
+        boolean hostTimedOut = false;
+        while (!stream.isIdle()) {
+            if (++idles <= spinsBeforeYield) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (idles <= spinsBeforeYield + 1000) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(20_000);
+            }
+            long now = System.nanoTime();
+            if (now - nextCheck > 0) {
+                nextCheck = now + PEER_CHECK_INTERVAL_NS;
+                if (deadPeer < 0) {
+                    deadPeer = deadPeer();
+                    if (deadPeer >= 0) {
+                        statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+                    }
+                }
+                if (!hostTimedOut && timeoutNs > 0 && now - start > timeoutNs + TimeUnit.SECONDS.toNanos(10)) {
+                    hostTimedOut = true;
+                    statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+                }
+            }
+        }
+        int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
+        if (code == DevCommLayout.CODE_OK && deadPeer < 0 && !hostTimedOut) {
+            if (hostWindowToUnlink != null) {
+                hostWindowToUnlink.unlinkName(); // the predecessor has it mapped: it just wrote into it
+                hostWindowToUnlink = null;
+            }
+            return;
+        }
+        throw fail(header, code, deadPeer);
+    }
+
+    private int deadPeer() {
+        long me = HostIdentity.pid();
+        for (int r = 0; r < size; r++) {
+            long pid = infos[r].pid();
+            if (pid != me && !HostIdentity.isAlive(pid)) {
+                return r;
+            }
+        }
+        return -1;
+    }
+
+    private CclException fail(CollectiveHeader header, int code, int deadPeer) {
+        String what = "rank " + rank + " on " + device.where() + ": " + header.describe();
+        CclException e;
+        if (deadPeer >= 0) {
+            e = new PeerFailedException(deadPeer, what + " failed: rank " + deadPeer + " (pid " + infos[deadPeer].pid()
+                    + ") died; Spark retries the barrier stage, a tool run must be restarted");
+        } else if (code == DevCommLayout.CODE_MISMATCH) {
+            CollectiveHeader theirs = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_THEIR_HEADER);
+            int prev = (rank + size - 1) % size;
+            e = new CclException("rank " + rank + " called " + header.describe() + " but rank " + prev + " called "
+                    + (theirs == null ? "something else (unreadable header)" : theirs.describe())
+                    + ": every rank must call the same collectives in the same order with the same count, type and op");
+        } else if (code == DevCommLayout.CODE_TIMEOUT) {
+            e = new CclTimeoutException(what + " timed out after " + TimeUnit.NANOSECONDS.toMillis(timeoutNs)
+                    + " ms waiting for a peer (channel " + statusView.getIntVolatile(DevCommLayout.STATUS_CHANNEL)
+                    + "); a rank may be stuck or may have skipped this collective (raise SPARKCCL_TIMEOUT_MS if the"
+                    + " ranks are just slow)");
+        } else if (code == DevCommLayout.CODE_PEER_ABORT) {
+            e = new CclException(what + " aborted because another rank failed; that rank's error says why");
+        } else {
+            e = new CclTimeoutException(what + " did not finish within SPARKCCL_TIMEOUT_MS plus 10 s; it was stopped");
+        }
+        brokenBy = e.getMessage();
+        return e;
+    }
+
+    private void checkUsable() {
+        if (closed) {
+            throw new IllegalStateException("rank " + rank + ": the GPU communicator is closed");
+        }
+        if (brokenBy != null) {
+            throw new CclException("rank " + rank + ": the GPU communicator is unusable after an earlier failure ("
+                    + brokenBy + "); close it and build a new one");
+        }
+    }
+
+    // ---- Staging for Java arrays. ------------------------------------------------------------------
+
+    /**
+     * Device memory for the array overloads. Buffers are kept and reused until the communicator
+     * closes: freeing device memory between collectives could wait on another rank's kernel.
+     */
+    @Override
+    public StagingBuffer allocateStaging(long bytes) {
+        checkUsable();
+        DeviceBuffer buffer = null;
+        synchronized (stagingPool) {
+            for (int i = 0; i < stagingPool.size(); i++) {
+                if (stagingPool.get(i).size() >= bytes) {
+                    buffer = stagingPool.remove(i);
+                    break;
+                }
+            }
+        }
+        if (buffer == null) {
+            buffer = DeviceBuffer.allocate(device, Math.max(bytes, 4096), "rank " + rank + " staging");
+        }
+        return new GpuStagingBuffer(buffer, bytes, stream, this::returnStaging);
+    }
+
+    private void returnStaging(DeviceBuffer buffer) {
+        synchronized (stagingPool) {
+            if (closed) {
+                buffer.close();
+            } else {
+                stagingPool.add(buffer);
+            }
+        }
+    }
+
+    // ---- Close. -----------------------------------------------------------------------------------
+
+    /**
+     * Frees everything. No peer writes into this rank's window after this rank's last collective has
+     * returned (heads live with their receiver), so closing needs no handshake.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        device.makeCurrent();
+        RuntimeException first = null;
+        synchronized (stagingPool) {
+            for (DeviceBuffer b : stagingPool) {
+                try {
+                    b.close();
+                } catch (RuntimeException e) {
+                    first = first == null ? e : first;
+                }
+            }
+            stagingPool.clear();
+        }
+        for (int i = resources.size() - 1; i >= 0; i--) {
+            try {
+                resources.get(i).close();
+            } catch (Exception e) {
+                RuntimeException r = e instanceof RuntimeException ? (RuntimeException) e
+                        : new CclException("rank " + rank + ": closing " + resources.get(i) + " failed", e);
+                if (first == null) {
+                    first = r;
+                } else {
+                    first.addSuppressed(r);
+                }
+            }
+        }
+        resources.clear();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    Protocol protocolFor(long bytes) {
+        return tuner.plan(Kind.ALL_REDUCE, bytes, DataType.UINT8, size).protocol;
+    }
+}

@@ -1,0 +1,104 @@
+package org.sparkccl.ipc.gpu;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A rank's GPU as its peers need to know it: UUID, PCI bus id, whether it refuses P2P, and the UUIDs
+ * of the GPUs it can reach peer-to-peer ({@code cuDeviceCanAccessPeer}, seen from its own process).
+ * Fixed size, versioned, big-endian: magic, version, flags, ordinal, UUID, bus id, count, 16 UUIDs.
+ * Every rank decides each link's transport from these alone, so both ends decide alike.
+ */
+public final class GpuRankInfo {
+    public static final int MAX_PEERS = 16;
+    public static final int BYTES = 4 + 4 + 4 + 4 + 16 + 16 + 4 + MAX_PEERS * 16;
+    static final int MAGIC = 0x53434744; // "SCGD"
+    static final int VERSION = 1;
+    static final int FLAG_P2P_DISABLED = 1;
+
+    public final int ordinal;
+    public final byte[] uuid;
+    public final String pciBusId;
+    public final boolean p2pDisabled;
+    public final List<byte[]> reachable;
+
+    public GpuRankInfo(int ordinal, byte[] uuid, String pciBusId, boolean p2pDisabled, List<byte[]> reachable) {
+        if (reachable.size() > MAX_PEERS) {
+            reachable = reachable.subList(0, MAX_PEERS);
+        }
+        this.ordinal = ordinal;
+        this.uuid = uuid.clone();
+        this.pciBusId = pciBusId;
+        this.p2pDisabled = p2pDisabled;
+        this.reachable = new ArrayList<>(reachable);
+    }
+
+    public boolean canReach(byte[] otherUuid) {
+        if (Arrays.equals(uuid, otherUuid)) {
+            return true;
+        }
+        for (byte[] u : reachable) {
+            if (Arrays.equals(u, otherUuid)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True when {@code a} sends to {@code b} over P2P: both allow it and each reaches the other's GPU. */
+    public static boolean p2pLink(GpuRankInfo a, GpuRankInfo b) {
+        return !a.p2pDisabled && !b.p2pDisabled && a.canReach(b.uuid) && b.canReach(a.uuid);
+    }
+
+    public byte[] encode() {
+        ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.BIG_ENDIAN);
+        b.putInt(MAGIC).putInt(VERSION).putInt(p2pDisabled ? FLAG_P2P_DISABLED : 0).putInt(ordinal).put(uuid);
+        b.put(Arrays.copyOf(pciBusId.getBytes(java.nio.charset.StandardCharsets.US_ASCII), 16));
+        b.putInt(reachable.size());
+        for (byte[] u : reachable) {
+            b.put(u);
+        }
+        return b.array();
+    }
+
+    public static GpuRankInfo decode(byte[] data, int rank) {
+        if (data == null) {
+            throw new IllegalArgumentException("rank " + rank + " describes no GPU: every rank of a GPU communicator "
+                    + "must be built with GpuCommunicators.create");
+        }
+        ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.BIG_ENDIAN);
+        if (data.length != BYTES || b.getInt() != MAGIC) {
+            throw new IllegalArgumentException("the GPU description of rank " + rank + " is damaged");
+        }
+        int version = b.getInt();
+        if (version != VERSION) {
+            throw new IllegalArgumentException("rank " + rank + " sends GPU description version " + version
+                    + ", this rank " + VERSION + ": use the same sparkccl jar everywhere");
+        }
+        int flags = b.getInt();
+        int ordinal = b.getInt();
+        byte[] uuid = new byte[16];
+        b.get(uuid);
+        byte[] bus = new byte[16];
+        b.get(bus);
+        int len = 0;
+        while (len < 16 && bus[len] != 0) {
+            len++;
+        }
+        int n = b.getInt();
+        if (n < 0 || n > MAX_PEERS) {
+            throw new IllegalArgumentException("the GPU description of rank " + rank + " is damaged");
+        }
+        List<byte[]> reach = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            byte[] u = new byte[16];
+            b.get(u);
+            reach.add(u);
+        }
+        return new GpuRankInfo(ordinal, uuid, new String(bus, 0, len, java.nio.charset.StandardCharsets.US_ASCII),
+                (flags & FLAG_P2P_DISABLED) != 0, reach);
+    }
+}

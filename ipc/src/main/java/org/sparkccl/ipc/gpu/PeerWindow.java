@@ -1,0 +1,146 @@
+package org.sparkccl.ipc.gpu;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.security.SecureRandom;
+import org.sparkccl.core.transport.RankInfo;
+import org.sparkccl.core.transport.SharedRegion;
+import org.sparkccl.ipc.cuda.CudaDevice;
+import org.sparkccl.ipc.cuda.CudaStream;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+import org.sparkccl.ipc.cuda.HostRegistration;
+import org.sparkccl.ipc.cuda.IpcMemory;
+import org.sparkccl.ipc.shm.ShmTransport;
+
+/** The successor's receive window, opened by this rank: the memory its kernel sends into. */
+abstract class PeerWindow implements AutoCloseable {
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    /** The window's base as kernels on this rank's GPU address it. */
+    abstract long kernelAddress();
+
+    /** How this rank reaches it, for the log: {@code P2P/IPC}, {@code P2P/direct}, {@code SHM/staged}. */
+    abstract String via();
+
+    @Override
+    public abstract void close();
+
+    /** Device memory of a peer in this process: its plain pointer, with peer access enabled. */
+    static PeerWindow direct(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where) {
+        CudaDevice peer = CudaDevice.byUuid(blob.deviceUuid);
+        if (peer == null) {
+            throw new IllegalStateException("rank " + blob.rank + " runs in this process on " + blob.deviceUuidString()
+                    + ", which this thread cannot see");
+        }
+        me.enablePeerAccess(peer);
+        long address = blob.rawAddress;
+        probeDevice(address, blob, stream, where);
+        return new PeerWindow() {
+            @Override
+            long kernelAddress() {
+                return address;
+            }
+
+            @Override
+            String via() {
+                return "P2P/direct";
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
+    /** Device memory of a peer process, mapped through its IPC handle. */
+    static PeerWindow ipc(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where) {
+        IpcMemory mapping = IpcMemory.open(me, blob.ipcHandle, where + ", opening rank " + blob.rank + "'s window");
+        try {
+            long address = mapping.base() + blob.offset;
+            probeDevice(address, blob, stream, where);
+            return new PeerWindow() {
+                @Override
+                long kernelAddress() {
+                    return address;
+                }
+
+                @Override
+                String via() {
+                    return "P2P/IPC";
+                }
+
+                @Override
+                public void close() {
+                    mapping.close();
+                }
+            };
+        } catch (RuntimeException e) {
+            mapping.close();
+            throw e;
+        }
+    }
+
+    /** A peer's /dev/shm window, mapped here and registered with this rank's GPU. */
+    static PeerWindow staged(CudaDevice me, ShmTransport shm, byte[] shmBlob, RankInfo owner, GpuConnectBlob blob,
+                             String owner2) {
+        SharedRegion region = shm.open(shmBlob, owner);
+        try {
+            if (region.size() < blob.windowBytes) {
+                throw new IllegalStateException("rank " + blob.rank + "'s staging window has " + region.size()
+                        + " bytes, its blob says " + blob.windowBytes);
+            }
+            byte[] seen = new byte[16];
+            region.buffer().getBytes(DevCommLayout.WINDOW_SECRET, seen);
+            GpuWindow.checkSecret(seen, blob.secret, "rank " + blob.rank + "'s staging window");
+            HostRegistration registration = HostRegistration.register(me, region.address(), blob.windowBytes, owner2);
+            return new PeerWindow() {
+                @Override
+                long kernelAddress() {
+                    return registration.devicePointer();
+                }
+
+                @Override
+                String via() {
+                    return "SHM/staged";
+                }
+
+                @Override
+                public void close() {
+                    try {
+                        registration.close();
+                    } finally {
+                        region.close();
+                    }
+                }
+            };
+        } catch (RuntimeException e) {
+            region.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Reads the window's secret through the mapping, then writes a random word and reads it back: the
+     * P2P path is used only when a real round trip through it works.
+     */
+    private static void probeDevice(long address, GpuConnectBlob blob, CudaStream stream, String where) {
+        byte[] seen = new byte[16];
+        copyIn(seen, address + DevCommLayout.WINDOW_SECRET, stream, where);
+        GpuWindow.checkSecret(seen, blob.secret, "rank " + blob.rank + "'s window on " + blob.deviceUuidString());
+        byte[] probe = new byte[8];
+        RANDOM.nextBytes(probe);
+        DeviceBuffer.copyArrayToDevice(address + DevCommLayout.WINDOW_PROBE, probe, 8, stream, where + " (P2P probe write)");
+        byte[] back = new byte[8];
+        copyIn(back, address + DevCommLayout.WINDOW_PROBE, stream, where);
+        if (!java.util.Arrays.equals(probe, back)) {
+            throw new IllegalStateException("P2P probe to rank " + blob.rank + " failed on " + where + ": wrote "
+                    + ByteBuffer.wrap(probe).order(ByteOrder.LITTLE_ENDIAN).getLong() + ", read back "
+                    + ByteBuffer.wrap(back).order(ByteOrder.LITTLE_ENDIAN).getLong()
+                    + "; set SPARKCCL_P2P_DISABLE=1 to stage through host memory instead");
+        }
+    }
+
+    private static void copyIn(byte[] dst, long deviceAddress, CudaStream stream, String where) {
+        DeviceBuffer.copyDeviceToArray(dst, deviceAddress, dst.length, stream, where + " (P2P probe read)");
+    }
+}

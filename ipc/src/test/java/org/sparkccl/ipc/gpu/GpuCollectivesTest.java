@@ -1,0 +1,216 @@
+package org.sparkccl.ipc.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.agrona.BufferUtil;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+
+/**
+ * GPU collectives with ranks as threads of this JVM (same-process peers: plain device pointers with
+ * peer access, or the host-staged path). Random inputs against float64 / exact references.
+ */
+@Tag("gpu")
+class GpuCollectivesTest {
+    private static final long[] COUNTS = {1, 7, 1023, 65537};
+    private static final long BIG = 4L * 1024 * 1024 + 3;
+
+    @Test
+    void everyTypeAndOpOnTwoGpusP2pLl() throws Exception {
+        everyTypeAndOp("0", "LL");
+    }
+
+    @Test
+    void everyTypeAndOpOnTwoGpusP2pSimple() throws Exception {
+        everyTypeAndOp("0", "Simple");
+    }
+
+    @Test
+    void everyTypeAndOpOnTwoGpusStagedLl() throws Exception {
+        everyTypeAndOp("1", "LL");
+    }
+
+    @Test
+    void everyTypeAndOpOnTwoGpusStagedSimple() throws Exception {
+        everyTypeAndOp("1", "Simple");
+    }
+
+    private void everyTypeAndOp(String p2pDisable, String proto) throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        Params params = GpuTestSupport.params("SPARKCCL_P2P_DISABLE", p2pDisable, "SPARKCCL_PROTO", proto);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        GpuTestSupport.runRanks(2, gpus, params, comm -> {
+            if (comm.rank() == 0) {
+                System.out.println("P2P_DISABLE=" + p2pDisable + " PROTO=" + proto + ": " + comm.describeLinks());
+            }
+            int k = 0;
+            for (DataType type : DataType.values()) {
+                for (ReduceOp op : ReduceOp.values()) {
+                    for (long count : COUNTS) {
+                        record(failures, GpuTestSupport.allReduceAndCheck(comm, type, op, count, (k++ & 1) == 0,
+                                ReferenceCheck.seed(1, type, op, count, proto)));
+                    }
+                }
+            }
+            record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT32, ReduceOp.SUM, BIG, false, 11));
+            record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.BFLOAT16, ReduceOp.AVG, BIG, true, 12));
+            record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.INT8, ReduceOp.MAX, BIG, false, 13));
+            record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT64, ReduceOp.PROD, BIG, true, 14));
+        });
+        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
+    }
+
+    private static void record(List<String> failures, String failure) {
+        if (failure != null) {
+            System.out.println("WRONG: " + failure);
+            failures.add(failure);
+        }
+    }
+
+    @Test
+    void fourAndEightRanksOnTwoGpus() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        for (int ranks : new int[] {4, 8}) {
+            for (String p2pDisable : new String[] {"0", "1"}) {
+                List<String> failures = Collections.synchronizedList(new ArrayList<>());
+                Params params = GpuTestSupport.params("SPARKCCL_P2P_DISABLE", p2pDisable, "SPARKCCL_NCHANNELS", "4");
+                GpuTestSupport.runRanks(ranks, gpus, params, comm -> {
+                    for (long count : new long[] {7, 65537, 1024 * 1024 + 3}) {
+                        record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT32, ReduceOp.SUM, count,
+                                false, ReferenceCheck.seed(2, count)));
+                        record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.INT32, ReduceOp.MAX, count,
+                                true, ReferenceCheck.seed(3, count)));
+                        record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT16, ReduceOp.AVG, count,
+                                false, ReferenceCheck.seed(4, count)));
+                    }
+                    otherCollectives(comm, failures);
+                });
+                assertTrue(failures.isEmpty(), ranks + " ranks, P2P_DISABLE=" + p2pDisable + ": " + failures);
+            }
+        }
+    }
+
+    @Test
+    void reduceScatterAllGatherBroadcastBarrierOnTwoGpus() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        for (String proto : new String[] {"LL", "Simple"}) {
+            List<String> failures = Collections.synchronizedList(new ArrayList<>());
+            GpuTestSupport.runRanks(2, gpus, GpuTestSupport.params("SPARKCCL_PROTO", proto),
+                    comm -> otherCollectives(comm, failures));
+            assertTrue(failures.isEmpty(), proto + ": " + failures);
+        }
+    }
+
+    /** ReduceScatter, AllGather and Broadcast (every root) at a few sizes, then a barrier. */
+    private static void otherCollectives(GpuCommunicator comm, List<String> failures) {
+        int n = comm.size();
+        int r = comm.rank();
+        for (long count : new long[] {1, 1023, 65537}) {
+            DataType type = DataType.FLOAT32;
+            long bytesAll = count * n * type.size();
+            ByteBuffer host = ByteBuffer.allocateDirect((int) bytesAll);
+            long h = BufferUtil.address(host);
+            {
+                DeviceBuffer big = GpuTestSupport.Buffers.of().a;
+                DeviceBuffer small = GpuTestSupport.Buffers.of().b;
+                ReferenceCheck rs = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(5, count));
+                rs.fillInput(r, h, 0, count * n);
+                big.copyFromHost(0, h, bytesAll, comm.stream());
+                small.fill((byte) 0x7f, comm.stream());
+                comm.reduceScatter(big.address(), small.address(), count, type, ReduceOp.SUM);
+                small.copyToHost(0, h, count * type.size(), comm.stream());
+                ReferenceCheck.Result res = rs.checkReduced(h, r * count, count);
+                if (res.wrong() != 0) {
+                    failures.add("reduceScatter rank " + r + " count " + count + ": " + res);
+                }
+
+                ReferenceCheck ag = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(6, count));
+                ag.fillInput(r, h, 0, count);
+                small.copyFromHost(0, h, count * type.size(), comm.stream());
+                big.fill((byte) 0x7f, comm.stream());
+                comm.allGather(small.address(), big.address(), count, type);
+                big.copyToHost(0, h, bytesAll, comm.stream());
+                for (int q = 0; q < n; q++) {
+                    ReferenceCheck.Result g = ag.checkCopy(q, h + q * count * type.size(), 0, count);
+                    if (g.wrong() != 0) {
+                        failures.add("allGather rank " + r + " block " + q + " count " + count + ": " + g);
+                    }
+                }
+
+                for (int root = 0; root < n; root++) {
+                    ReferenceCheck bc = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(7, count, root));
+                    bc.fillInput(r, h, 0, count);
+                    small.copyFromHost(0, h, count * type.size(), comm.stream());
+                    comm.broadcast(small.address(), small.address(), count, type, root);
+                    small.copyToHost(0, h, count * type.size(), comm.stream());
+                    ReferenceCheck.Result b = bc.checkCopy(root, h, 0, count);
+                    if (b.wrong() != 0) {
+                        failures.add("broadcast root " + root + " rank " + r + " count " + count + ": " + b);
+                    }
+                }
+                java.lang.ref.Reference.reachabilityFence(host);
+            }
+        }
+        comm.barrier();
+    }
+
+    @Test
+    void arraysGoThroughStagingBuffers() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        GpuTestSupport.runRanks(2, gpus, GpuTestSupport.params(), comm -> {
+            float[] data = new float[1000];
+            double[] want = new double[data.length];
+            for (int i = 0; i < data.length; i++) {
+                data[i] = (float) Math.sin(i + comm.rank());
+                want[i] = Math.sin(i) + Math.sin(i + 1);
+            }
+            comm.allReduce(data, ReduceOp.SUM);
+            for (int i = 0; i < data.length; i++) {
+                assertEquals(want[i], data[i], 1e-5, "element " + i);
+            }
+            long[] longs = {1L << 40, -3, 7};
+            comm.allReduce(longs, ReduceOp.MAX);
+            assertArrayEquals(new long[] {1L << 40, -3, 7}, longs);
+        });
+    }
+
+    @Test
+    void ranksThatDisagreeFailInsteadOfHanging() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        GpuTestSupport.runRanks(2, gpus, GpuTestSupport.params("SPARKCCL_PROTO", "LL"), comm -> {
+            {
+                DeviceBuffer b = GpuTestSupport.Buffers.of().a;
+                long count = comm.rank() == 0 ? 7 : 8;
+                CclException e = assertThrows(CclException.class,
+                        () -> comm.allReduce(b.address(), b.address(), count, DataType.FLOAT32, ReduceOp.SUM));
+                System.out.println("rank " + comm.rank() + " failed as it should: " + e.getMessage());
+                errors.add(e);
+                assertThrows(CclException.class, comm::barrier, "a failed communicator stays failed");
+            }
+        });
+        assertEquals(2, errors.size());
+        String all = errors.get(0).getMessage() + " | " + errors.get(1).getMessage();
+        assertTrue(all.contains("count 7") && all.contains("count 8"), all);
+        assertNotNull(errors.get(0));
+    }
+}

@@ -1,0 +1,85 @@
+package org.sparkccl.ipc.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class GpuConnectBlobTest {
+    private static final byte[] HOST = GpuConnectBlob.hostHash("host-a/boot-1");
+    private static final byte[] UUID = bytes(16, 7);
+
+    private static byte[] bytes(int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (seed * 31 + i);
+        }
+        return b;
+    }
+
+    private static GpuConnectBlob blob(int rank, int size) {
+        return new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE, rank, size, HOST, 1234, UUID, "0000:19:00.0", 4096,
+                1 << 20, bytes(16, 3), bytes(64, 5), 0x7f0000001000L);
+    }
+
+    @Test
+    void roundTripsEveryField() {
+        byte[] encoded = blob(2, 4).encode();
+        assertEquals(GpuConnectBlob.BYTES, encoded.length);
+        GpuConnectBlob b = GpuConnectBlob.decode(encoded, 2, 4, HOST);
+        assertEquals(GpuConnectBlob.KIND_DEVICE, b.kind);
+        assertEquals(1234, b.pid);
+        assertArrayEquals(UUID, b.deviceUuid);
+        assertEquals("0000:19:00.0", b.pciBusId);
+        assertEquals(4096, b.offset);
+        assertEquals(1 << 20, b.windowBytes);
+        assertArrayEquals(bytes(16, 3), b.secret);
+        assertArrayEquals(bytes(64, 5), b.ipcHandle);
+        assertEquals(0x7f0000001000L, b.rawAddress);
+        assertEquals(0x53434757, ByteBuffer.wrap(encoded).getInt(), "big-endian magic first");
+    }
+
+    @Test
+    void refusesBlobsFromElsewhere() {
+        byte[] good = blob(2, 4).encode();
+        String other = assertThrows(IllegalArgumentException.class,
+                () -> GpuConnectBlob.decode(good, 2, 4, GpuConnectBlob.hostHash("host-b/boot-9"))).getMessage();
+        assertTrue(other.contains("another machine"), other);
+        String comm = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(good, 2, 8, HOST))
+                .getMessage();
+        assertTrue(comm.contains("another communicator"), comm);
+        byte[] version = good.clone();
+        version[7] = 9;
+        String v = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(version, 2, 4, HOST))
+                .getMessage();
+        assertTrue(v.contains("version 9"), v);
+        byte[] magic = good.clone();
+        magic[0] = 0;
+        assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(magic, 2, 4, HOST));
+        assertThrows(IllegalArgumentException.class,
+                () -> GpuConnectBlob.decode(java.util.Arrays.copyOf(good, 100), 2, 4, HOST));
+        assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(null, 2, 4, HOST));
+    }
+
+    @Test
+    void p2pLinksNeedBothEndsWillingAndAble() {
+        byte[] u0 = bytes(16, 1);
+        byte[] u1 = bytes(16, 2);
+        GpuRankInfo a = new GpuRankInfo(0, u0, "0000:19:00.0", false, List.of(u1));
+        GpuRankInfo b = new GpuRankInfo(1, u1, "0000:3b:00.0", false, List.of(u0));
+        GpuRankInfo lonely = new GpuRankInfo(1, u1, "0000:3b:00.0", false, List.of());
+        GpuRankInfo disabled = new GpuRankInfo(1, u1, "0000:3b:00.0", true, List.of(u0));
+        assertTrue(GpuRankInfo.p2pLink(a, b));
+        assertFalse(GpuRankInfo.p2pLink(a, lonely), "b cannot reach a");
+        assertFalse(GpuRankInfo.p2pLink(a, disabled));
+        assertTrue(GpuRankInfo.p2pLink(a, new GpuRankInfo(2, u0, "0000:19:00.0", false, List.of())), "same GPU");
+        GpuRankInfo back = GpuRankInfo.decode(a.encode(), 0);
+        assertTrue(back.canReach(u1));
+        assertEquals("0000:19:00.0", back.pciBusId);
+    }
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Packages what scripts/gpu-test.sh needs on the GPU machine (which has no Java, no Maven and no
+# network) into a git-ignored folder: the ipc and core jars with their runtime dependencies (JCuda's
+# natives trimmed to the driver binding), the ipc test classes, JUnit's console launcher and a
+# trimmed JRE. Everything must stay under the 64 MiB a device call may carry.
+# Usage: scripts/gpu-package.sh [DEST]      (default: .device under the repository root)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=${1:-$root/.device}
+junit_console_version=1.14.4
+cd "$root"
+mvn -o -B -q package -pl ipc -am -DskipTests
+rm -rf "$dest/lib" "$dest/test-classes"
+mkdir -p "$dest/lib" "$dest/test-classes"
+mvn -o -B -q dependency:copy-dependencies -pl ipc -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+cp ipc/target/ipc-*.jar collective-core/target/collective-core-*.jar "$dest/lib/"
+rm -f "$dest"/lib/*-tests.jar "$dest"/lib/*-sources.jar
+# JCuda's natives jar carries 26 MB of libraries; the GPU code needs only the driver binding.
+natives=$(ls "$dest"/lib/jcuda-natives-*-linux-x86_64.jar)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && unzip -q "$natives" 'lib/libJCudaDriver-*' 'META-INF/*' && rm -f "$natives" && zip -q -r "$natives" .)
+cp -r ipc/target/test-classes/. "$dest/test-classes/"
+console="$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_console_version/junit-platform-console-standalone-$junit_console_version.jar"
+if [ ! -f "$console" ]; then
+  mvn -B -q dependency:get -Dartifact="org.junit.platform:junit-platform-console-standalone:$junit_console_version"
+fi
+cp "$console" "$dest/junit-console.jar"
+if [ ! -f "$dest/jre.tgz" ]; then
+  bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management
+fi
+cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py "$dest/"
+du -sh "$dest"

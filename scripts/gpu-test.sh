@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with the folder scripts/gpu-package.sh filled
+# (default .device) carried along: the gpu-tagged JUnit tests, then sparkccl's GPU AllReduce
+# benchmark and NCCL's (through PyTorch) side by side. Full logs go to $OUT (or ./gpu-out); a short
+# table is printed last.
+# Usage: bash .device/gpu-test.sh [tests|bench|all] [DEVICE_DIR]
+set -uo pipefail
+what=${1:-all}
+dev=${2:-.device}
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# A hung collective must fail in seconds here, not after the 10-minute default.
+export SPARKCCL_TIMEOUT_MS=${SPARKCCL_TIMEOUT_MS:-15000}
+# Up to 8 ranks of one JVM share a GPU in the tests: each needs its own hardware work queue, or a
+# persistent kernel can queue behind a peer's that waits for it (CUDA's default is 8 queues).
+export CUDA_DEVICE_MAX_CONNECTIONS=32
+if [ ! -x /tmp/jre/bin/java ]; then
+  tar xzf "$dev/jre.tgz" -C /tmp
+fi
+java=/tmp/jre/bin/java
+cp="$dev/test-classes:$(ls "$dev"/lib/*.jar | tr '\n' ':')$dev/junit-console.jar"
+jvm=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
+     --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED
+     -Djava.io.tmpdir=/tmp/sparkccl-$$ -Xss4m)
+mkdir -p /tmp/sparkccl-$$
+{ nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+echo "== $ngpu GPU(s)"
+
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  echo "== JUnit (gpu tag)"
+  start=$(date +%s)
+  timeout 420 "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$dev/test-classes" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  rc=$?
+  echo "junit exit $rc after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
+  # The first stack trace, in short.
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+fi
+
+bench() { # label, env..., then args after --
+  local label=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  echo "== sparkccl $label" >> "$out/bench.log"
+  env "${envs[@]}" timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.gpu.GpuAllReduceBench "$@" \
+    > "$out/bench-$label.log" 2>&1
+  echo "exit $?" >> "$out/bench-$label.log"
+}
+
+if [ "$what" = quick ]; then
+  bench auto -- -b 8 -e 64M -f 8 -n 20 -w 5
+  bench threads -- -b 8 -e 64M -f 8 -n 20 -w 5 --threads
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
+fi
+
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  echo "== benchmarks"
+  bench auto -- -b 8 -e 256M -f 2 -n 20 -w 5
+  bench ll SPARKCCL_PROTO=LL -- -b 8 -e 4M -f 4 -n 20 -w 5
+  bench simple SPARKCCL_PROTO=Simple -- -b 8 -e 256M -f 4 -n 20 -w 5
+  bench staged SPARKCCL_P2P_DISABLE=1 -- -b 1M -e 128M -f 8 -n 10 -w 3
+  bench threads -- -b 8 -e 64K -f 8 -n 50 -w 10 --threads
+  if [ "$ngpu" -ge 2 ]; then
+    bench rpg2 SPARKCCL_NCHANNELS=4 -- -b 8 -e 16M -f 16 -n 10 -w 2 --ranks-per-gpu 2 --threads
+  fi
+  timeout 300 python3 "$dev/nccl_allreduce_bench.py" --label default --json "$out/nccl-default.json" \
+    > "$out/nccl-default.log" 2>&1
+  NCCL_P2P_DISABLE=1 timeout 200 python3 "$dev/nccl_allreduce_bench.py" --label p2p-disabled --min 1048576 \
+    --max 134217728 --iters 10 --json "$out/nccl-p2p-disabled.json" > "$out/nccl-p2p-disabled.log" 2>&1
+  for f in "$out"/bench-*.log "$out"/nccl-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
+fi
