@@ -29,5 +29,5 @@ cp "$console" "$dest/junit-console.jar"
 if [ ! -f "$dest/jre.tgz" ]; then
   bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management
 fi
-cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py "$dest/"
+cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py "$dest/"
 du -sh "$dest"

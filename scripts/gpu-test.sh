@@ -61,16 +61,17 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "== benchmarks"
   bench auto -- -b 8 -e 256M -f 2 -n 20 -w 5
-  bench ll SPARKCCL_PROTO=LL -- -b 8 -e 4M -f 4 -n 20 -w 5
-  bench simple SPARKCCL_PROTO=Simple -- -b 8 -e 256M -f 4 -n 20 -w 5
-  bench staged SPARKCCL_P2P_DISABLE=1 -- -b 1M -e 128M -f 8 -n 10 -w 3
-  bench threads -- -b 8 -e 64K -f 8 -n 50 -w 10 --threads
-  if [ "$ngpu" -ge 2 ]; then
-    bench rpg2 SPARKCCL_NCHANNELS=4 -- -b 8 -e 16M -f 16 -n 10 -w 2 --ranks-per-gpu 2 --threads
-  fi
-  timeout 300 python3 "$dev/nccl_allreduce_bench.py" --label default --json "$out/nccl-default.json" \
+  bench staged SPARKCCL_P2P_DISABLE=1 -- -b 1M -e 128M -f 2 -n 10 -w 3
+  timeout 200 python3 "$dev/nccl_allreduce_bench.py" --label default --json "$out/nccl-default.json" \
     > "$out/nccl-default.log" 2>&1
-  NCCL_P2P_DISABLE=1 timeout 200 python3 "$dev/nccl_allreduce_bench.py" --label p2p-disabled --min 1048576 \
+  NCCL_P2P_DISABLE=1 timeout 150 python3 "$dev/nccl_allreduce_bench.py" --label p2p-disabled --min 1048576 \
     --max 134217728 --iters 10 --json "$out/nccl-p2p-disabled.json" > "$out/nccl-p2p-disabled.log" 2>&1
+  if [ "$what" = all ]; then
+    bench ll SPARKCCL_PROTO=LL -- -b 8 -e 4M -f 4 -n 20 -w 5
+    bench simple SPARKCCL_PROTO=Simple -- -b 8 -e 256M -f 4 -n 20 -w 5
+    bench threads -- -b 8 -e 64K -f 8 -n 50 -w 10 --threads
+  fi
   for f in "$out"/bench-*.log "$out"/nccl-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
+  echo "== sparkccl vs NCCL (float sum, $ngpu GPUs)"
+  python3 "$dev/gpu_report.py" "$out"
 fi
