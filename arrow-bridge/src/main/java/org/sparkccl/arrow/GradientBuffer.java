@@ -163,23 +163,39 @@ public final class GradientBuffer implements AutoCloseable {
      * it with the same layout and type. The communicator must work on host memory.
      */
     public void allReduce(Communicator comm, ReduceOp op) {
-        checkOpen();
-        if (comm.memoryKind() != MemoryKind.HOST) {
-            throw new IllegalArgumentException("rank " + comm.rank() + ": this communicator reduces "
-                    + comm.memoryKind() + " memory, but GradientBuffer '" + name() + "' is in host memory; "
-                    + "use a host communicator, or copy the buffer to the device and reduce its device address");
-        }
-        comm.allReduce(address, address, count, type.dataType(), op);
+        long a = addressFor(comm);
+        comm.allReduce(a, a, count, type.dataType(), op);
     }
 
     /** In place: every rank's buffer becomes root's. */
     public void broadcast(Communicator comm, int root) {
+        long a = addressFor(comm);
+        comm.broadcast(a, a, count, type.dataType(), root);
+    }
+
+    /**
+     * The address GPU kernels use for this buffer's memory when it is mapped pinned memory (see
+     * a pinned host memory source), else 0.
+     */
+    public long devicePointer() {
         checkOpen();
-        if (comm.memoryKind() != MemoryKind.HOST) {
-            throw new IllegalArgumentException("rank " + comm.rank() + ": this communicator works on "
-                    + comm.memoryKind() + " memory, but GradientBuffer '" + name() + "' is in host memory");
+        return block.devicePointer();
+    }
+
+    /** This buffer's address as {@code comm} takes it: the host address, or the mapped device pointer. */
+    private long addressFor(Communicator comm) {
+        checkOpen();
+        if (comm.memoryKind() == MemoryKind.HOST) {
+            return address;
         }
-        comm.broadcast(address, address, count, type.dataType(), root);
+        long device = block.devicePointer();
+        if (device == 0) {
+            throw new IllegalArgumentException("rank " + comm.rank() + ": this communicator works on "
+                    + comm.memoryKind() + " memory, but GradientBuffer '" + name() + "' is in " + source.name()
+                    + " host memory, which GPUs cannot reach in place; allocate it from pinned memory "
+                    + "(HostMemorySources.preferred() does where a GPU is usable), or use a host communicator");
+        }
+        return device;
     }
 
     // ---- Arrow side. ------------------------------------------------------------------------

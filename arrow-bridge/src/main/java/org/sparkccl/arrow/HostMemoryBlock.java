@@ -8,6 +8,14 @@ public interface HostMemoryBlock extends AutoCloseable {
     long size();
 
     /**
+     * The address GPU kernels use for this memory (mapped pinned memory), or 0 where GPUs cannot
+     * reach it in place.
+     */
+    default long devicePointer() {
+        return 0;
+    }
+
+    /**
      * Frees the block. Called by the Arrow allocator when the last ArrowBuf over it is released, and
      * by its owner when the allocator was closed too early to do so: must be idempotent.
      */
