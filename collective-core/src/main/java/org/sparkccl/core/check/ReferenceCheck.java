@@ -42,7 +42,7 @@ public final class ReferenceCheck {
         private final long wrong;
         private final String firstWrong;
 
-        Result(long wrong, String firstWrong) {
+        public Result(long wrong, String firstWrong) {
             this.wrong = wrong;
             this.firstWrong = firstWrong;
         }
@@ -113,7 +113,9 @@ public final class ReferenceCheck {
             case FLOAT32: return Float.floatToRawIntBits((float) uniform(h)) & 0xFFFFFFFFL;
             case FLOAT16: return HalfFloats.floatToHalf((float) uniform(h)) & 0xFFFFL;
             case BFLOAT16: return HalfFloats.floatToBfloat16((float) uniform(h)) & 0xFFFFL;
-            default: return op == ReduceOp.PROD ? h | 1 : h;
+            default:
+                long bits = op == ReduceOp.PROD ? h | 1 : h;
+                return type.size() == 8 ? bits : bits & ((1L << (8 * type.size())) - 1);
         }
     }
 

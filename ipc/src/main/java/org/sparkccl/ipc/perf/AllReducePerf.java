@@ -1,0 +1,408 @@
+package org.sparkccl.ipc.perf;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.agrona.UnsafeApi;
+import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.TcpBootstrap;
+import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.Communicators;
+import org.sparkccl.ipc.launch.LaunchResult;
+import org.sparkccl.ipc.launch.LaunchedRank;
+import org.sparkccl.ipc.launch.RankLauncher;
+import org.sparkccl.ipc.shm.ShmTransport;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * nccl-tests' {@code all_reduce_perf} for sparkccl: the same flags, the same table. Started by the
+ * user, it checks the flags and launches {@code -g N} ranks as processes of this host (as
+ * {@code mpirun -np N} would); each rank runs the sweep, and rank 0 prints.
+ *
+ * <p>Per size and placement: {@code -n} timed iterations after a barrier; the time is the
+ * per-iteration mean on each rank, then the maximum over ranks (all-reduced with MAX through the
+ * communicator under test). With {@code -c N}, N more iterations run on fresh random data and every
+ * element is compared with a float64 (or exact integer) reference; #wrong sums over ranks.
+ */
+@Command(name = "allreduce-perf", mixinStandardHelpOptions = true, sortOptions = false, usageHelpWidth = 100,
+        description = {"Ring AllReduce benchmark in the style of nccl-tests' all_reduce_perf: "
+                + "starts -g ranks as processes on this host and prints time, algbw and busbw per size."},
+        footer = {"", "SPARKCCL_* environment variables (SPARKCCL_DEBUG=INFO, SPARKCCL_BUFFSIZE, ...) reach every rank."})
+public final class AllReducePerf implements Callable<Integer> {
+    private static final long SEED = 0x5CC1_2024L;
+    private static final Duration BOOTSTRAP_TIMEOUT = Duration.ofMinutes(2);
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = {"-b", "--minbytes"}, defaultValue = "32M", converter = SizeConverter.class, paramLabel = "SIZE",
+            description = "smallest message, in bytes (K, M, G suffixes); default ${DEFAULT-VALUE}")
+    long minBytes;
+
+    @Option(names = {"-e", "--maxbytes"}, defaultValue = "32M", converter = SizeConverter.class, paramLabel = "SIZE",
+            description = "largest message; default ${DEFAULT-VALUE}")
+    long maxBytes;
+
+    @Option(names = {"-i", "--stepbytes"}, defaultValue = "1M", converter = SizeConverter.class, paramLabel = "SIZE",
+            description = "increment between sizes when -f is 1; default ${DEFAULT-VALUE}")
+    long stepBytes;
+
+    @Option(names = {"-f", "--stepfactor"}, defaultValue = "1", paramLabel = "N",
+            description = "multiplication factor between sizes (1: add -i instead); default ${DEFAULT-VALUE}")
+    long stepFactor;
+
+    @Option(names = {"-g", "--ngpus"}, defaultValue = "1", paramLabel = "N",
+            description = "ranks, each a process of this host; default ${DEFAULT-VALUE}")
+    int ranks;
+
+    @Option(names = {"-n", "--iters"}, defaultValue = "20", paramLabel = "N",
+            description = "timed iterations per size; default ${DEFAULT-VALUE}")
+    int iters;
+
+    @Option(names = {"-w", "--warmup_iters"}, defaultValue = "5", paramLabel = "N",
+            description = "untimed iterations at the largest and smallest size first; default ${DEFAULT-VALUE}")
+    int warmupIters;
+
+    @Option(names = {"-c", "--check"}, defaultValue = "1", paramLabel = "N",
+            description = "checked iterations per size on random data (0: no check); default ${DEFAULT-VALUE}")
+    int checkIters;
+
+    @Option(names = {"-d", "--datatype"}, defaultValue = "float", paramLabel = "TYPE",
+            description = "float, double, half, bfloat16, int32, int64, int8, uint8 or all; default ${DEFAULT-VALUE}")
+    String datatype;
+
+    @Option(names = {"-o", "--op"}, defaultValue = "sum", paramLabel = "OP",
+            description = "sum, prod, min, max, avg or all; default ${DEFAULT-VALUE}")
+    String op;
+
+    @Option(names = "--proto", paramLabel = "PROTO",
+            description = "LL, Simple or auto (the tuner picks by size); default: SPARKCCL_PROTO, else auto")
+    String proto;
+
+    @Option(names = "--channels", paramLabel = "N",
+            description = "channels (parallel rings); default: SPARKCCL_NCHANNELS, else 1")
+    Integer channels;
+
+    @Option(names = "--transport", defaultValue = "auto", paramLabel = "NAME",
+            description = "auto, shm or socket; default ${DEFAULT-VALUE}")
+    String transport;
+
+    @Option(names = "--device", defaultValue = "cpu", paramLabel = "KIND",
+            description = "cpu (host memory) or gpu; default ${DEFAULT-VALUE}")
+    String device;
+
+    @Option(names = "--csv", paramLabel = "FILE", description = "also write the results to FILE as CSV (rank 0)")
+    Path csv;
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new AllReducePerf()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        List<DataType> types = types();
+        List<ReduceOp> ops = ops();
+        validate();
+        if (!LaunchedRank.isLaunched()) {
+            return launch();
+        }
+        return runRank(LaunchedRank.fromEnvironment(), types, ops);
+    }
+
+    private void validate() {
+        if (ranks < 1) {
+            throw bad("-g must be at least 1, got " + ranks);
+        }
+        if (minBytes < 0 || maxBytes < minBytes) {
+            throw bad("need 0 <= -b <= -e, got -b " + minBytes + " -e " + maxBytes);
+        }
+        if (stepFactor < 1) {
+            throw bad("-f must be at least 1, got " + stepFactor);
+        }
+        if (stepFactor == 1 && stepBytes <= 0 && maxBytes > minBytes) {
+            throw bad("-i must be positive when -f is 1, or the sizes never reach -e");
+        }
+        if (iters < 1 || warmupIters < 0 || checkIters < 0) {
+            throw bad("need -n >= 1, -w >= 0, -c >= 0");
+        }
+        if (channels != null && channels < 1) {
+            throw bad("--channels must be at least 1, got " + channels);
+        }
+        if (proto != null && !proto.equalsIgnoreCase("auto") && !proto.equalsIgnoreCase("LL")
+                && !proto.equalsIgnoreCase("Simple")) {
+            throw bad("--proto takes LL, Simple or auto, got '" + proto + "'");
+        }
+        switch (device.toLowerCase(Locale.ROOT)) {
+            case "cpu": break;
+            case "gpu": throw bad("--device gpu is not available yet: the GPU engine is not wired into allreduce-perf "
+                    + "in this build; use --device cpu");
+            default: throw bad("--device takes cpu or gpu, got '" + device + "'");
+        }
+        switch (transport.toLowerCase(Locale.ROOT)) {
+            case "auto": case "shm": break;
+            case "socket": throw bad("--transport socket is not available yet: the socket transport comes with "
+                    + "multi-host support; use --transport shm (or auto) for ranks of one host");
+            default: throw bad("--transport takes auto, shm or socket, got '" + transport + "'");
+        }
+    }
+
+    /** The user's process: start the ranks, forward their output, end as mpirun does. */
+    private int launch() {
+        List<String> args = spec.commandLine().getParseResult().originalArgs();
+        LaunchResult result = RankLauncher.of(ranks, AllReducePerf.class.getName()).args(args).run();
+        if (!result.succeeded()) {
+            System.err.println("allreduce-perf: " + result.failure());
+        }
+        return result.exitStatus();
+    }
+
+    private int runRank(LaunchedRank me, List<DataType> types, List<ReduceOp> ops) {
+        JdkAccess.ensureAgronaAccess();
+        Params params = params();
+        try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
+            String devices = describeDevices(bootstrap);
+            try (Communicator comm = communicator(bootstrap, params)) {
+                return new Sweep(comm, me.rank() == 0 ? System.out : null, types, ops).run(devices);
+            }
+        } catch (CclException e) {
+            System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private Params params() {
+        Map<String, String> overrides = new LinkedHashMap<>();
+        if (proto != null) {
+            overrides.put("SPARKCCL_PROTO", proto);
+        }
+        if (channels != null) {
+            overrides.put("SPARKCCL_NCHANNELS", channels.toString());
+        }
+        return Params.fromEnvironment().withOverrides(overrides);
+    }
+
+    private Communicator communicator(Bootstrap bootstrap, Params params) {
+        if (transport.equalsIgnoreCase("shm")) {
+            return HostCommunicator.create(bootstrap, List.of(new ShmTransport(params)), params);
+        }
+        return Communicators.host(bootstrap, params);
+    }
+
+    /** nccl-tests' "Using devices" lines, one per rank, gathered through the bootstrap. */
+    private static String describeDevices(Bootstrap bootstrap) {
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = "localhost";
+        }
+        String mine = String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] host memory, %d cores",
+                bootstrap.rank(), ProcessHandle.current().pid(), host, bootstrap.rank(),
+                Runtime.getRuntime().availableProcessors());
+        byte[][] all = bootstrap.allGather(mine.getBytes(StandardCharsets.UTF_8));
+        StringBuilder lines = new StringBuilder();
+        for (byte[] line : all) {
+            lines.append(new String(line, StandardCharsets.UTF_8)).append('\n');
+        }
+        return lines.toString();
+    }
+
+    /** One rank's run of the whole sweep. */
+    private final class Sweep {
+        private final Communicator comm;
+        /** Rank 0 prints; the others pass null. */
+        private final PrintStream out;
+        private final List<DataType> types;
+        private final List<ReduceOp> ops;
+        private final long bufferBytes;
+        private final long send;
+        private final long recv;
+        private final long scalar;
+
+        Sweep(Communicator comm, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
+            this.comm = comm;
+            this.out = out;
+            this.types = types;
+            this.ops = ops;
+            this.bufferBytes = Math.max(8, maxBytes);
+            this.send = UnsafeApi.allocateMemory(bufferBytes);
+            this.recv = UnsafeApi.allocateMemory(bufferBytes);
+            this.scalar = UnsafeApi.allocateMemory(8);
+            UnsafeApi.setMemory(send, bufferBytes, (byte) 0);
+            UnsafeApi.setMemory(recv, bufferBytes, (byte) 0);
+        }
+
+        int run(String devices) {
+            try (PerfCsv csvOut = out != null && csv != null ? new PerfCsv(csv) : null) {
+                PerfTable table = new PerfTable(out != null ? out : nullStream());
+                if (out != null) {
+                    printHeader(devices);
+                    table.printColumnHeader();
+                }
+                for (DataType type : types) {
+                    for (ReduceOp reduceOp : ops) {
+                        warmUp(type, reduceOp);
+                        for (long size = minBytes; size <= maxBytes && size >= 0; size = next(size)) {
+                            long count = size / type.size();
+                            long bytes = count * type.size();
+                            PerfTable.Measurement outOfPlace = measure(type, reduceOp, count, false);
+                            PerfTable.Measurement inPlace = measure(type, reduceOp, count, true);
+                            table.printRow(bytes, count, type.ncclName(), reduceOp.ncclName(), -1, outOfPlace, inPlace);
+                            if (csvOut != null) {
+                                csvOut.row(bytes, count, type.ncclName(), reduceOp.ncclName(), -1, outOfPlace, inPlace,
+                                        comm.size(), describeSettings());
+                            }
+                        }
+                    }
+                }
+                table.printFooter();
+                if (table.failedMeasurements() > 0) {
+                    if (out != null) {
+                        System.err.println("allreduce-perf: " + table.failedMeasurements()
+                                + " measurement(s) had wrong elements (see #wrong)");
+                    }
+                    return 1;
+                }
+                return 0;
+            } finally {
+                UnsafeApi.freeMemory(send);
+                UnsafeApi.freeMemory(recv);
+                UnsafeApi.freeMemory(scalar);
+            }
+        }
+
+        /** As nccl-tests: multiply by -f, or add -i when -f is 1; -1 ends a sweep that could not grow (0 * f). */
+        private long next(long size) {
+            long n = stepFactor > 1 ? size * stepFactor : size + stepBytes;
+            return n > size ? n : -1;
+        }
+
+        private void printHeader(String devices) {
+            out.printf(Locale.ROOT, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d "
+                            + "agg iters: 1 validation: %d graph: 0%n",
+                    comm.size(), minBytes, maxBytes, stepFactor > 1 ? stepFactor : stepBytes,
+                    stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, checkIters);
+            out.println("#");
+            out.println("# sparkccl allreduce-perf: " + comm.size() + " rank(s) as processes of this host, device cpu, "
+                    + describeSettings());
+            out.println("#");
+            out.println("# Using devices");
+            out.print(devices);
+        }
+
+        private String describeSettings() {
+            Params p = params();
+            return "transport " + transport + ", proto " + p.get(Params.PROTO) + ", channels "
+                    + (p.get(Params.NCHANNELS) > 0 ? p.get(Params.NCHANNELS) : 1);
+        }
+
+        /** nccl-tests warms up at the largest and the smallest size: the JIT needs it even more than CUDA. */
+        private void warmUp(DataType type, ReduceOp reduceOp) {
+            ReferenceCheck data = new ReferenceCheck(type, reduceOp, comm.size(), ReferenceCheck.seed(SEED, "warmup"));
+            for (long size : new long[] {maxBytes, minBytes}) {
+                long count = size / type.size();
+                data.fillInput(comm.rank(), send, 0, count);
+                for (int i = 0; i < warmupIters; i++) {
+                    comm.allReduce(send, recv, count, type, reduceOp);
+                }
+            }
+        }
+
+        private PerfTable.Measurement measure(DataType type, ReduceOp reduceOp, long count, boolean inPlace) {
+            long src = inPlace ? recv : send;
+            int n = comm.size();
+            new ReferenceCheck(type, reduceOp, n, ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, "timed"))
+                    .fillInput(comm.rank(), src, 0, count);
+            comm.barrier();
+            long start = System.nanoTime();
+            for (int i = 0; i < iters; i++) {
+                comm.allReduce(src, recv, count, type, reduceOp);
+            }
+            double timeUs = (System.nanoTime() - start) / 1e3 / iters;
+            long wrong = 0;
+            for (int c = 0; c < checkIters; c++) {
+                ReferenceCheck check = new ReferenceCheck(type, reduceOp, n,
+                        ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, c));
+                check.fillInput(comm.rank(), src, 0, count);
+                comm.allReduce(src, recv, count, type, reduceOp);
+                ReferenceCheck.Result result = check.checkReduced(recv, 0, count);
+                if (result.wrong() > 0) {
+                    System.err.println("rank " + comm.rank() + ": " + (inPlace ? "in-place " : "out-of-place ") + result);
+                }
+                wrong += result.wrong();
+            }
+            long slowest = allReduceBits(Double.doubleToRawLongBits(timeUs), DataType.FLOAT64, ReduceOp.MAX);
+            long wrongTotal = checkIters == 0 ? -1 : allReduceBits(wrong, DataType.INT64, ReduceOp.SUM);
+            return new PerfTable.Measurement(Double.longBitsToDouble(slowest), count * type.size(), n, wrongTotal);
+        }
+
+        /** All-reduces one 8-byte value (its raw bits) through the communicator under test. */
+        private long allReduceBits(long bits, DataType type, ReduceOp reduceOp) {
+            UnsafeApi.putLong(scalar, bits);
+            comm.allReduce(scalar, scalar, 1, type, reduceOp);
+            return UnsafeApi.getLong(scalar);
+        }
+    }
+
+    private List<DataType> types() {
+        if (datatype.equalsIgnoreCase("all")) {
+            return List.of(DataType.values());
+        }
+        try {
+            return List.of(DataType.fromName(datatype));
+        } catch (IllegalArgumentException e) {
+            throw bad(e.getMessage());
+        }
+    }
+
+    private List<ReduceOp> ops() {
+        if (op.equalsIgnoreCase("all")) {
+            return List.of(ReduceOp.values());
+        }
+        try {
+            return List.of(ReduceOp.fromName(op));
+        } catch (IllegalArgumentException e) {
+            throw bad(e.getMessage());
+        }
+    }
+
+    private ParameterException bad(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+
+    private static PrintStream nullStream() {
+        return new PrintStream(java.io.OutputStream.nullOutputStream());
+    }
+
+    /** Sizes as nccl-tests takes them: bytes, or with a K, M or G suffix. */
+    static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            try {
+                return Params.parseSize(value);
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("'" + value + "' is not a size (e.g. 1024, 64K, 16M, 1G)");
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package org.sparkccl.ipc.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class AllReducePerfTest {
+
+    @Test
+    void takesNcclTestsFlags() {
+        AllReducePerf perf = new AllReducePerf();
+        new CommandLine(perf).parseArgs("-b", "1K", "-e", "16M", "-f", "4", "-g", "4", "-n", "5", "-w", "2", "-c", "0",
+                "-d", "half", "-o", "max", "-i", "64K", "--proto", "LL", "--channels", "2", "--transport", "shm");
+        assertEquals(1024, perf.minBytes);
+        assertEquals(16 << 20, perf.maxBytes);
+        assertEquals(4, perf.stepFactor);
+        assertEquals(64 << 10, perf.stepBytes);
+        assertEquals(4, perf.ranks);
+        assertEquals(5, perf.iters);
+        assertEquals(2, perf.warmupIters);
+        assertEquals(0, perf.checkIters);
+        assertEquals("half", perf.datatype);
+        assertEquals("max", perf.op);
+        assertEquals("LL", perf.proto);
+        assertEquals(2, perf.channels);
+        assertEquals("shm", perf.transport);
+    }
+
+    @Test
+    void unavailableDeviceAndTransportFailWithAClearMessage() {
+        Run gpu = run("--device", "gpu");
+        assertEquals(2, gpu.code);
+        assertTrue(gpu.err.contains("--device gpu is not available yet"), gpu.err);
+        Run socket = run("--transport", "socket");
+        assertEquals(2, socket.code);
+        assertTrue(socket.err.contains("--transport socket is not available yet"), socket.err);
+        Run type = run("-d", "complex");
+        assertEquals(2, type.code);
+        assertTrue(type.err.contains("unknown data type 'complex'"), type.err);
+    }
+
+    @Test
+    void tableRowsForEverySizeWithCheckAndCsv(@TempDir Path dir) throws IOException {
+        Path csv = dir.resolve("perf.csv");
+        Run r = run("-g", "2", "-b", "1K", "-e", "8K", "-f", "2", "-n", "3", "-w", "1", "-c", "1", "--csv", csv.toString());
+        assertEquals(0, r.code, r.err);
+        assertTrue(r.out.startsWith("# nThread 1 nGpus 2 minBytes 1024 maxBytes 8192 step: 2(factor) warmup iters: 1 iters: 3"),
+                r.out);
+        assertTrue(r.out.contains("#  Rank  0 Group  0 Pid "), r.out);
+        assertTrue(r.out.contains("#  Rank  1 Group  0 Pid "), r.out);
+        assertTrue(r.out.contains("#       size         count      type   redop    root     time   algbw   busbw  #wrong"), r.out);
+        List<String[]> rows = rows(r.out);
+        assertEquals(List.of("1024", "2048", "4096", "8192"), rows.stream().map(c -> c[0]).collect(Collectors.toList()));
+        for (String[] row : rows) {
+            assertEquals(13, row.length, Arrays.toString(row));
+            assertEquals(Long.parseLong(row[0]) / 4, Long.parseLong(row[1]));
+            assertEquals(List.of("float", "sum", "-1"), List.of(row[2], row[3], row[4]));
+            assertEquals("0", row[8]);
+            assertEquals("0", row[12]);
+            // busbw = algbw * 2(n-1)/n = algbw for 2 ranks
+            assertEquals(row[6], row[7]);
+        }
+        assertTrue(r.out.contains("# Out of bounds values : 0 OK"), r.out);
+        assertTrue(r.out.contains("# Avg bus bandwidth    : "), r.out);
+        List<String> csvLines = Files.readAllLines(csv);
+        assertEquals(PerfCsv.HEADER, csvLines.get(0));
+        assertEquals(5, csvLines.size(), csvLines.toString());
+        assertTrue(csvLines.get(1).startsWith("1024,256,float,sum,-1,"), csvLines.get(1));
+    }
+
+    @Test
+    void everyTypeAndOpOnThreeRanksAndOnOne() {
+        Run three = run("-g", "3", "-b", "4K", "-e", "4K", "-d", "all", "-o", "all", "-n", "2", "-w", "1", "--proto", "Simple");
+        assertEquals(0, three.code, three.err);
+        assertEquals(40, rows(three.out).size(), three.out);
+        for (String[] row : rows(three.out)) {
+            assertEquals("0", row[8], Arrays.toString(row));
+            assertEquals("0", row[12], Arrays.toString(row));
+        }
+        Run one = run("-g", "1", "-b", "1K", "-e", "4K", "-f", "4", "-d", "bfloat16", "-o", "prod", "-n", "2");
+        assertEquals(0, one.code, one.err);
+        assertEquals(2, rows(one.out).size(), one.out);
+        assertTrue(one.out.contains("# Out of bounds values : 0 OK"), one.out);
+    }
+
+    @Test
+    void numbersUseAsManyDecimalsAsFitLikeNcclTests() {
+        assertEquals("  12.35", PerfTable.number(12.345, 7));
+        assertEquals("12345.6", PerfTable.number(12345.6, 7));
+        assertEquals("1234567", PerfTable.number(1234567, 7));
+        assertEquals("1.2e+08", PerfTable.number(123456789, 7));
+        assertEquals("  0.00", PerfTable.number(0, 6));
+        assertEquals("1.5", PerfTable.general(1.5));
+        assertEquals("0.0326307", PerfTable.general(0.03263074));
+        assertEquals(1.5, PerfTable.busFactor(4));
+        assertEquals(0.0, PerfTable.busFactor(1));
+    }
+
+    private static List<String[]> rows(String out) {
+        return out.lines().filter(l -> !l.startsWith("#") && !l.isBlank()).map(l -> l.trim().split("\\s+"))
+                .collect(Collectors.toList());
+    }
+
+    private static final class Run {
+        int code;
+        String out;
+        String err;
+    }
+
+    /** Runs the tool as bin/allreduce-perf would (ranks as processes), capturing what it prints. */
+    private static synchronized Run run(String... args) {
+        PrintStream savedOut = System.out;
+        PrintStream savedErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        Run r = new Run();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            r.code = new CommandLine(new AllReducePerf()).execute(args);
+        } finally {
+            System.setOut(savedOut);
+            System.setErr(savedErr);
+        }
+        r.out = out.toString(StandardCharsets.UTF_8);
+        r.err = err.toString(StandardCharsets.UTF_8);
+        return r;
+    }
+}
