@@ -109,6 +109,14 @@ class LocalBarrierStageTest {
         // Local mode: the ranks ran in this JVM, so their counters are ours to read.
         assertEquals(RANKS, CclMetrics.collectives() - collectivesBefore);
         assertEquals((long) RANKS * count * 4, CclMetrics.bytes() - bytesBefore);
+        // ... and the executor plugin put the same counters into Spark's metrics system.
+        List<org.apache.spark.metrics.source.Source> sources = scala.jdk.javaapi.CollectionConverters.asJava(
+                org.apache.spark.SparkEnv.get().metricsSystem().getSourcesByName("plugin." + SparkCclPlugin.class.getName()));
+        assertEquals(1, sources.size(), "sparkccl's metrics source is registered");
+        com.codahale.metrics.MetricRegistry registry = sources.get(0).metricRegistry();
+        assertEquals(CclMetrics.collectives(), registry.counter("collectives").getCount());
+        assertEquals(CclMetrics.bytes(), registry.counter("bytes").getCount());
+        assertTrue(registry.timer("collectiveTime").getCount() >= RANKS);
     }
 
     @Test
@@ -176,6 +184,53 @@ class LocalBarrierStageTest {
             return Collections.<Integer>emptyIterator();
         }).count());
         assertTrue(rootMessage(inTask).contains("needs a barrier stage"), rootMessage(inTask));
+    }
+
+    /** Ranks waiting in a collective, and what ended their wait (local mode: the tasks share these with the test). */
+    private static final java.util.concurrent.atomic.AtomicInteger WAITING = new java.util.concurrent.atomic.AtomicInteger();
+    private static final List<String> WAIT_ENDINGS = Collections.synchronizedList(new ArrayList<>());
+
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 120, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aKilledJobEndsTheCollectivesItsRanksWaitIn() throws Exception {
+        WAITING.set(0);
+        WAIT_ENDINGS.clear();
+        jsc.setJobGroup("doomed", "ranks 1..3 wait for rank 0, which never comes", false); // no thread interrupts
+        java.util.concurrent.CompletableFuture<Long> job = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> SparkCclJobs.barrierMapPartitions(ranks(), part -> {
+                    Communicator comm = SparkCcl.communicator();
+                    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+                    if (comm.rank() == 0) {
+                        while (!task.isInterrupted()) {
+                            Thread.sleep(10);
+                        }
+                        return Collections.<Integer>emptyIterator();
+                    }
+                    WAITING.incrementAndGet();
+                    try {
+                        comm.allReduce(new float[1000], ReduceOp.SUM);
+                        WAIT_ENDINGS.add("completed");
+                    } catch (RuntimeException e) {
+                        WAIT_ENDINGS.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+                        throw e;
+                    }
+                    return Collections.<Integer>emptyIterator();
+                }).count());
+        jsc.clearJobGroup();
+        while (WAITING.get() < RANKS - 1) {
+            Thread.sleep(20);
+        }
+        Thread.sleep(200); // let them settle into the wait loop
+        jsc.cancelJobGroup("doomed");
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class, job::get);
+        assertTrue(rootMessage(e).contains("cancelled"), rootMessage(e));
+        while (SparkCcl.openCount() > 0 || WAIT_ENDINGS.size() < RANKS - 1) {
+            Thread.sleep(20); // the killed tasks finish their completion listeners
+        }
+        for (String ending : WAIT_ENDINGS) {
+            assertTrue(ending.contains("cancel") || ending.contains("kill") || ending.contains("interrupt"),
+                    "a wait ended by the kill, not by a timeout or a peer: " + ending);
+        }
     }
 
     static String rootMessage(Throwable t) {
