@@ -5,17 +5,36 @@ import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.Communicators;
+import org.sparkccl.ipc.gpu.GpuCommunicators;
 
 /**
  * Chooses the engine for a rank: the GPU one when the rank has a GPU and this process can use CUDA,
  * else the host one (shared memory between processes, plain memory within one JVM). Only the ipc
- * module's factories are called here, so this module never touches CUDA.
+ * module's factories are called here, so this module never touches CUDA. Every rank states its
+ * engine in its placement, so ranks that would choose differently fail together with the reason.
  */
 final class CommunicatorFactory {
+    /** The engines a rank can run. */
+    enum Engine {
+        HOST, GPU
+    }
+
     private CommunicatorFactory() {
     }
 
-    static Communicator create(Bootstrap bootstrap, GpuBinding gpu, Params params, BooleanSupplier cancelled) {
+    static Engine engineFor(GpuBinding gpu) {
+        return gpu.hasGpu() && GpuSupportBridge.unavailableReason() == null ? Engine.GPU : Engine.HOST;
+    }
+
+    /**
+     * Builds the communicator; {@code cancelled} (Spark's task-killed flag) is polled by the host
+     * engine's wait loop. The GPU engine has no such hook yet: there a killed task's collective ends
+     * at the peer check or the timeout (SPARKCCL_TIMEOUT_MS).
+     */
+    static Communicator create(Engine engine, Bootstrap bootstrap, GpuBinding gpu, Params params, BooleanSupplier cancelled) {
+        if (engine == Engine.GPU) {
+            return GpuCommunicators.create(bootstrap, gpu.ordinal(), params);
+        }
         return Communicators.host(bootstrap, params, cancelled);
     }
 }

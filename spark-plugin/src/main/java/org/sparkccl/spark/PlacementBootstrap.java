@@ -113,6 +113,18 @@ public final class PlacementBootstrap implements Bootstrap {
                     + " barrier task a GPU (spark.executor.resource.gpu.amount on every executor and "
                     + SparkConfCheck.TASK_GPU_AMOUNT + "=1) or none");
         }
+        List<Integer> gpuEngine = new ArrayList<>();
+        List<Integer> hostEngine = new ArrayList<>();
+        for (TaskPlacement p : all) {
+            (p.engine().equals("GPU") ? gpuEngine : hostEngine).add(p.rank());
+        }
+        if (!gpuEngine.isEmpty() && !hostEngine.isEmpty()) {
+            TaskPlacement hostRank = all.get(hostEngine.get(0));
+            throw new CclException("ranks " + gpuEngine + " can use CUDA and ranks " + hostEngine + " cannot (rank "
+                    + hostRank.rank() + " runs on executor " + hostRank.executorId() + "): every executor of the stage"
+                    + " needs a working NVIDIA driver, or none may be given GPUs; each executor's log says why CUDA"
+                    + " is unusable there");
+        }
         if (allowSharedGpu) {
             return;
         }

@@ -121,12 +121,13 @@ public final class SparkCcl {
             LOG.info("sparkccl rank {} of {}: Spark's local mode assigns no GPUs, so this rank takes GPU {}"
                     + " (rank mod {} visible GPUs)", rank, size, gpu.address(), GpuSupportBridge.visibleDevices());
         }
+        CommunicatorFactory.Engine engineKind = CommunicatorFactory.engineFor(gpu);
         TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(), HostIdentity.pid(), gpu,
-                gpu.hasGpu() ? GpuSupportBridge.uuid(gpu.ordinal()) : null);
+                null, engineKind.name());
         PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
                 params.get(SparkCclSettings.ALLOW_SHARED_GPU));
         // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.
-        Communicator engine = CommunicatorFactory.create(bootstrap, gpu, params, context::isInterrupted);
+        Communicator engine = CommunicatorFactory.create(engineKind, bootstrap, gpu, params, context::isInterrupted);
         MeteredCommunicator communicator = new MeteredCommunicator(engine);
         long attempt = context.taskAttemptId();
         context.addTaskCompletionListener(new TaskCompletionListener() {

@@ -16,8 +16,6 @@ final class SparkCclExecutorPlugin implements ExecutorPlugin {
     private static final Logger LOG = LoggerFactory.getLogger(SparkCclExecutorPlugin.class);
     private static volatile Map<String, String> settingsFromDriver;
 
-    private boolean gpuPrepared;
-
     /** The {@code spark.sparkccl.*} settings the driver passed, or null when the plugin is not running here. */
     static Map<String, String> settingsFromDriver() {
         return settingsFromDriver;
@@ -29,11 +27,11 @@ final class SparkCclExecutorPlugin implements ExecutorPlugin {
         CclMetrics.registerIn(ctx.metricRegistry());
         ResourceInformation gpus = ctx.resources().get("gpu");
         if (gpus != null && gpus.addresses().length > 0) {
+            // Loads the driver binding and initialises CUDA once, here rather than in the first task.
             String reason = GpuSupportBridge.unavailableReason();
             if (reason == null) {
-                GpuSupportBridge.prepare();
-                gpuPrepared = true;
-                LOG.info("sparkccl: executor {} prepared CUDA for GPUs {}", ctx.executorID(), String.join(",", gpus.addresses()));
+                LOG.info("sparkccl: executor {} prepared CUDA ({} visible GPUs) for its GPUs {}", ctx.executorID(),
+                        GpuSupportBridge.visibleDevices(), String.join(",", gpus.addresses()));
             } else {
                 LOG.warn("sparkccl: executor {} was given GPUs {} but cannot use them ({}); ranks will work in host memory",
                         ctx.executorID(), String.join(",", gpus.addresses()), reason);
@@ -43,12 +41,10 @@ final class SparkCclExecutorPlugin implements ExecutorPlugin {
 
     @Override
     public void shutdown() {
-        CleanupSteps steps = new CleanupSteps()
-                .add("close communicators left open", SparkCcl::closeAll);
-        if (gpuPrepared) {
-            steps.add("release CUDA", GpuSupportBridge::release);
-        }
-        steps.add("forget the driver's settings", () -> settingsFromDriver = null);
-        steps.runAll();
+        // Device memory, IPC mappings and shared memory belong to the communicators: closing them releases it all.
+        new CleanupSteps()
+                .add("close communicators left open", SparkCcl::closeAll)
+                .add("forget the driver's settings", () -> settingsFromDriver = null)
+                .runAll();
     }
 }

@@ -23,14 +23,16 @@ public final class TaskPlacement implements Serializable {
     private final String gpu;
     private final GpuBinding.Source gpuSource;
     private final String gpuUuid;
+    private final String engine;
 
-    /** {@code gpuUuid}: the device's UUID where CUDA can tell it, else null. */
-    public TaskPlacement(int rank, String executorId, String hostId, long pid, GpuBinding binding, String gpuUuid) {
-        this(rank, executorId, hostId, pid, binding.address(), binding.source(), gpuUuid);
+    /** {@code gpuUuid}: the device's UUID where CUDA can tell it, else null; {@code engine}: HOST or GPU. */
+    public TaskPlacement(int rank, String executorId, String hostId, long pid, GpuBinding binding, String gpuUuid,
+                         String engine) {
+        this(rank, executorId, hostId, pid, binding.address(), binding.source(), gpuUuid, engine);
     }
 
     private TaskPlacement(int rank, String executorId, String hostId, long pid, String gpu, GpuBinding.Source gpuSource,
-                          String gpuUuid) {
+                          String gpuUuid, String engine) {
         this.rank = rank;
         this.executorId = Objects.requireNonNull(executorId);
         this.hostId = Objects.requireNonNull(hostId);
@@ -38,6 +40,7 @@ public final class TaskPlacement implements Serializable {
         this.gpu = gpu;
         this.gpuSource = gpuSource;
         this.gpuUuid = gpuUuid;
+        this.engine = Objects.requireNonNull(engine);
     }
 
     public int rank() {
@@ -64,6 +67,11 @@ public final class TaskPlacement implements Serializable {
 
     public GpuBinding.Source gpuSource() {
         return gpuSource;
+    }
+
+    /** The engine this rank builds: HOST (shared memory) or GPU. */
+    public String engine() {
+        return engine;
     }
 
     /** The GPU's UUID, or null where CUDA is absent (fake GPUs in tests). */
@@ -99,6 +107,7 @@ public final class TaskPlacement implements Serializable {
             if (gpuUuid != null) {
                 out.writeUTF(gpuUuid);
             }
+            out.writeUTF(engine);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -114,10 +123,11 @@ public final class TaskPlacement implements Serializable {
             String gpu = in.readBoolean() ? in.readUTF() : null;
             GpuBinding.Source source = GpuBinding.Source.valueOf(in.readUTF());
             String uuid = in.readBoolean() ? in.readUTF() : null;
+            String engine = in.readUTF();
             if (in.available() != 0) {
                 throw new IllegalArgumentException("trailing bytes");
             }
-            return new TaskPlacement(rank, executorId, hostId, pid, gpu, source, uuid);
+            return new TaskPlacement(rank, executorId, hostId, pid, gpu, source, uuid, engine);
         } catch (IOException | IllegalArgumentException e) {
             throw new IllegalArgumentException("damaged task placement", e);
         }
@@ -126,6 +136,6 @@ public final class TaskPlacement implements Serializable {
     @Override
     public String toString() {
         return "rank " + rank + " on executor " + executorId + " (pid " + pid + ")"
-                + (gpu == null ? ", no GPU" : ", GPU " + gpu);
+                + (gpu == null ? ", no GPU" : ", GPU " + gpu) + ", " + engine + " engine";
     }
 }

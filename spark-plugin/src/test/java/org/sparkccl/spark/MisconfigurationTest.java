@@ -124,7 +124,7 @@ class MisconfigurationTest {
 
     private static TaskPlacement placement(int rank, String executor, long pid, String gpu) {
         GpuBinding binding = gpu == null ? GpuBinding.none() : GpuBinding.decide(rank, 4, new String[] {gpu}, false, 0, false);
-        return new TaskPlacement(rank, executor, "host/boot", pid, binding, null);
+        return new TaskPlacement(rank, executor, "host/boot", pid, binding, null, gpu == null ? "HOST" : "GPU");
     }
 
     @Test
@@ -139,6 +139,13 @@ class MisconfigurationTest {
         List<TaskPlacement> distinct = List.of(placement(0, "1", 100, "0"), placement(1, "1", 100, "1"),
                 placement(2, "2", 200, "0"), placement(3, "2", 200, "1"));
         PlacementBootstrap.check(distinct, false);
+
+        List<TaskPlacement> engines = List.of(placement(0, "1", 100, "0"),
+                new TaskPlacement(1, "2", "host/boot", 200, GpuBinding.decide(1, 2, new String[] {"0"}, false, 0, false),
+                        null, "HOST"));
+        String engineMessage = assertThrows(CclException.class, () -> PlacementBootstrap.check(engines, false)).getMessage();
+        assertTrue(engineMessage.contains("ranks [0] can use CUDA and ranks [1] cannot (rank 1 runs on executor 2)"),
+                engineMessage);
 
         List<TaskPlacement> mixed = List.of(placement(0, "1", 100, "0"), placement(1, "2", 200, null));
         String mixedMessage = assertThrows(CclException.class, () -> PlacementBootstrap.check(mixed, true)).getMessage();
