@@ -123,7 +123,7 @@ public final class SparkCcl {
         }
         CommunicatorFactory.Engine engineKind = CommunicatorFactory.engineFor(gpu);
         TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(), HostIdentity.pid(), gpu,
-                null, engineKind.name());
+                engineKind.name());
         PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
                 params.get(SparkCclSettings.ALLOW_SHARED_GPU));
         // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.

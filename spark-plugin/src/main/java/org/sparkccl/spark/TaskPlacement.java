@@ -22,24 +22,21 @@ public final class TaskPlacement implements Serializable {
     private final long pid;
     private final String gpu;
     private final GpuBinding.Source gpuSource;
-    private final String gpuUuid;
     private final String engine;
 
-    /** {@code gpuUuid}: the device's UUID where CUDA can tell it, else null; {@code engine}: HOST or GPU. */
-    public TaskPlacement(int rank, String executorId, String hostId, long pid, GpuBinding binding, String gpuUuid,
-                         String engine) {
-        this(rank, executorId, hostId, pid, binding.address(), binding.source(), gpuUuid, engine);
+    /** {@code engine}: HOST or GPU, the engine this rank builds. */
+    public TaskPlacement(int rank, String executorId, String hostId, long pid, GpuBinding binding, String engine) {
+        this(rank, executorId, hostId, pid, binding.address(), binding.source(), engine);
     }
 
     private TaskPlacement(int rank, String executorId, String hostId, long pid, String gpu, GpuBinding.Source gpuSource,
-                          String gpuUuid, String engine) {
+                          String engine) {
         this.rank = rank;
         this.executorId = Objects.requireNonNull(executorId);
         this.hostId = Objects.requireNonNull(hostId);
         this.pid = pid;
         this.gpu = gpu;
         this.gpuSource = gpuSource;
-        this.gpuUuid = gpuUuid;
         this.engine = Objects.requireNonNull(engine);
     }
 
@@ -74,21 +71,13 @@ public final class TaskPlacement implements Serializable {
         return engine;
     }
 
-    /** The GPU's UUID, or null where CUDA is absent (fake GPUs in tests). */
-    public String gpuUuid() {
-        return gpuUuid;
-    }
-
     /**
-     * What two ranks must not share: one physical GPU of a host where its UUID is known, else one
-     * GPU address of one process (an address means different devices under different
-     * CUDA_VISIBLE_DEVICES, so without a UUID only same-process equality is certain).
+     * What two ranks must not share: one GPU address of one process. (An address names different
+     * devices under different CUDA_VISIBLE_DEVICES, so across processes only a device UUID could
+     * tell that two ranks share a physical GPU; the GPU engine compares UUIDs itself.)
      */
     String gpuKey() {
-        if (gpu == null) {
-            return null;
-        }
-        return gpuUuid != null ? hostId + "/" + gpuUuid : hostId + "/pid" + pid + "/gpu" + gpu;
+        return gpu == null ? null : hostId + "/pid" + pid + "/gpu" + gpu;
     }
 
     byte[] encode() {
@@ -103,10 +92,6 @@ public final class TaskPlacement implements Serializable {
                 out.writeUTF(gpu);
             }
             out.writeUTF(gpuSource.name());
-            out.writeBoolean(gpuUuid != null);
-            if (gpuUuid != null) {
-                out.writeUTF(gpuUuid);
-            }
             out.writeUTF(engine);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -122,12 +107,11 @@ public final class TaskPlacement implements Serializable {
             long pid = in.readLong();
             String gpu = in.readBoolean() ? in.readUTF() : null;
             GpuBinding.Source source = GpuBinding.Source.valueOf(in.readUTF());
-            String uuid = in.readBoolean() ? in.readUTF() : null;
             String engine = in.readUTF();
             if (in.available() != 0) {
                 throw new IllegalArgumentException("trailing bytes");
             }
-            return new TaskPlacement(rank, executorId, hostId, pid, gpu, source, uuid, engine);
+            return new TaskPlacement(rank, executorId, hostId, pid, gpu, source, engine);
         } catch (IOException | IllegalArgumentException e) {
             throw new IllegalArgumentException("damaged task placement", e);
         }

@@ -2,7 +2,6 @@ package org.sparkccl.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -124,7 +123,7 @@ class MisconfigurationTest {
 
     private static TaskPlacement placement(int rank, String executor, long pid, String gpu) {
         GpuBinding binding = gpu == null ? GpuBinding.none() : GpuBinding.decide(rank, 4, new String[] {gpu}, false, 0, false);
-        return new TaskPlacement(rank, executor, "host/boot", pid, binding, null, gpu == null ? "HOST" : "GPU");
+        return new TaskPlacement(rank, executor, "host/boot", pid, binding, gpu == null ? "HOST" : "GPU");
     }
 
     @Test
@@ -142,7 +141,7 @@ class MisconfigurationTest {
 
         List<TaskPlacement> engines = List.of(placement(0, "1", 100, "0"),
                 new TaskPlacement(1, "2", "host/boot", 200, GpuBinding.decide(1, 2, new String[] {"0"}, false, 0, false),
-                        null, "HOST"));
+                        "HOST"));
         String engineMessage = assertThrows(CclException.class, () -> PlacementBootstrap.check(engines, false)).getMessage();
         assertTrue(engineMessage.contains("ranks [0] can use CUDA and ranks [1] cannot (rank 1 runs on executor 2)"),
                 engineMessage);
@@ -191,7 +190,7 @@ class MisconfigurationTest {
                 assertEquals(size, bootstraps.get(r).placements().size());
                 assertEquals("e2", bootstraps.get(r).placements().get(2).executorId());
                 assertEquals("2", bootstraps.get(r).placements().get(2).gpu());
-                assertNull(bootstraps.get(r).placements().get(2).gpuUuid());
+                assertEquals("GPU", bootstraps.get(r).placements().get(2).engine());
             }
         } finally {
             threads.shutdownNow();

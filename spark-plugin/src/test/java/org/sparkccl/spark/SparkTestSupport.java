@@ -40,6 +40,8 @@ final class SparkTestSupport {
             return base(appName)
                     .setMaster("local-cluster[" + executors + "," + cores + ",1024]")
                     .set("spark.executor.extraClassPath", absoluteTestClassPath())
+                    // Short-lived executors on a small machine: C1 only and the serial collector start faster.
+                    .set("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                     .set("spark.worker.resource.gpu.amount", Integer.toString(gpus))
                     .set("spark.worker.resource.gpu.discoveryScript", script.toString())
                     .set("spark.executor.resource.gpu.amount", Integer.toString(gpus))
