@@ -3,6 +3,7 @@ package org.sparkccl.ipc.launch;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.sparkccl.core.TcpBootstrap;
 
 /**
@@ -17,6 +18,10 @@ public final class LaunchedRank {
     public static final String ENV_RENDEZVOUS = "CCL_LAUNCH_RENDEZVOUS";
     /** A random token per launch, so that ranks of two launches never join each other's group. */
     public static final String ENV_TOKEN = "CCL_LAUNCH_TOKEN";
+    /** The launcher's pid: a rank whose launcher is gone (even SIGKILLed) exits instead of living on as an orphan. */
+    public static final String ENV_PARENT_PID = "CCL_LAUNCH_PARENT_PID";
+    private static final long WATCH_INTERVAL_MS = 500;
+    private static final AtomicBoolean WATCHING = new AtomicBoolean();
 
     private final int rank;
     private final int size;
@@ -35,8 +40,49 @@ public final class LaunchedRank {
         return System.getenv(ENV_RANK) != null;
     }
 
+    /** Where this rank stands; also starts watching the launcher, so that this rank ends when it does. */
     public static LaunchedRank fromEnvironment() {
-        return fromEnvironment(System.getenv());
+        LaunchedRank me = fromEnvironment(System.getenv());
+        String parent = System.getenv(ENV_PARENT_PID);
+        if (parent != null && WATCHING.compareAndSet(false, true)) {
+            watchLauncher(me.rank, Long.parseLong(parent));
+        }
+        return me;
+    }
+
+    /**
+     * The launcher kills its ranks when it ends, unless it is killed itself with SIGKILL; then the
+     * ranks notice that they have a new parent (the pid cannot be reused while we are its child) and
+     * exit, so none is left behind holding memory and spinning on a core.
+     */
+    private static void watchLauncher(int rank, long launcherPid) {
+        Thread watchdog = new Thread(() -> {
+            while (true) {
+                long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+                if (parent != launcherPid) {
+                    System.err.println("rank " + rank + ": the launcher (pid " + launcherPid + ") is gone; exiting so"
+                            + " that no rank is left behind");
+                    Thread halt = new Thread(() -> {
+                        sleepQuietly(5_000);
+                        Runtime.getRuntime().halt(1); // a shutdown hook hangs: leave anyway
+                    });
+                    halt.setDaemon(true);
+                    halt.start();
+                    System.exit(1);
+                }
+                sleepQuietly(WATCH_INTERVAL_MS);
+            }
+        }, "sparkccl-launcher-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     static LaunchedRank fromEnvironment(Map<String, String> env) {

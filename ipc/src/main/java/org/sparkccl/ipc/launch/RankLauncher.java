@@ -42,7 +42,8 @@ import java.util.stream.Stream;
  * <p>Failure: when a rank exits non-zero or is killed, the launcher waits {@link #survivorGrace} for
  * the others to end by themselves, then stops them (SIGTERM, then SIGKILL after
  * {@link #terminateGrace}) and reports the first failure naming the rank. A shutdown hook kills every
- * rank if the launcher's own JVM goes down, so no rank outlives it.
+ * rank if the launcher's own JVM goes down, and ranks exit by themselves when the launcher was
+ * SIGKILLed (see {@link LaunchedRank#fromEnvironment()}), so no rank outlives it.
  *
  * <p>Use: {@code RankLauncher.of(4, Main.class.getName()).args("-x").run().requireSuccess();}
  */
@@ -316,6 +317,7 @@ public final class RankLauncher {
         env.put(LaunchedRank.ENV_SIZE, Integer.toString(ranks));
         env.put(LaunchedRank.ENV_RENDEZVOUS, rendezvous);
         env.put(LaunchedRank.ENV_TOKEN, token);
+        env.put(LaunchedRank.ENV_PARENT_PID, Long.toString(ProcessHandle.current().pid()));
         try {
             Files.createDirectories(tmp);
             return builder.start();

@@ -9,13 +9,18 @@ import org.sparkccl.core.TcpBootstrap;
  * {@code gather} (join the bootstrap, print what the rank sees, exit 0),
  * {@code exit R CODE} (rank R exits with CODE, the others wait forever),
  * {@code sigkill R} (rank R kills itself with SIGKILL, the others wait forever),
- * {@code stubborn R} (rank R exits 3; the others ignore SIGTERM by hanging in a shutdown hook).
+ * {@code stubborn R} (rank R exits 3; the others ignore SIGTERM by hanging in a shutdown hook),
+ * {@code launch N} (not a rank: a launcher of N ranks that wait forever, for tests that kill it).
  */
 public final class LauncherProbe {
     private LauncherProbe() {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("launch")) {
+            RankLauncher.of(Integer.parseInt(args[1]), LauncherProbe.class.getName()).args("exit", "99", "1").run();
+            return;
+        }
         LaunchedRank me = LaunchedRank.fromEnvironment();
         switch (args[0]) {
             case "gather":
@@ -45,17 +50,22 @@ public final class LauncherProbe {
                 }
                 break;
             case "stubborn":
+                if (me.rank() != Integer.parseInt(args[1])) {
+                    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                        try {
+                            Thread.sleep(600_000);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }));
+                }
+                // Every hook is in place before the failing rank goes.
+                try (TcpBootstrap b = me.bootstrap(Duration.ofSeconds(60))) {
+                    b.barrier();
+                }
                 if (me.rank() == Integer.parseInt(args[1])) {
-                    Thread.sleep(300);
                     System.exit(3);
                 }
-                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                    try {
-                        Thread.sleep(600_000);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }));
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);

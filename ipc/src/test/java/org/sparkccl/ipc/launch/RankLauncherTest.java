@@ -10,11 +10,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class RankLauncherTest {
     /** The launcher's promise: a failed launch ends this soon after the first rank fails. */
@@ -93,6 +99,44 @@ class RankLauncherTest {
         assertTrue(result.failure().contains("timed out after 3 s with ranks [0, 1] still running"), result.failure());
         assertNotEquals(0, result.exitStatus());
         assertNoOrphans(result);
+    }
+
+    /**
+     * The launcher's own end, as when a user stops bin/allreduce-perf: SIGTERM runs its shutdown hook,
+     * which kills the ranks; after SIGKILL the ranks see that their launcher is gone and exit.
+     */
+    @ParameterizedTest(name = "launcher ended by SIGKILL: {0}")
+    @ValueSource(booleans = {false, true})
+    void ranksDoNotOutliveTheirLauncher(boolean sigkill) throws Exception {
+        Process launcher = new ProcessBuilder(Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), LauncherProbe.class.getName(), "launch", "2")
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            List<ProcessHandle> ranks = List.of();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (ranks.size() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+                ranks = launcher.descendants().collect(Collectors.toList());
+            }
+            assertEquals(2, ranks.size(), "the launcher started its ranks");
+            if (sigkill) {
+                launcher.destroyForcibly();
+            } else {
+                launcher.destroy();
+            }
+            assertTrue(launcher.waitFor(20, TimeUnit.SECONDS));
+            for (ProcessHandle rank : ranks) {
+                try {
+                    rank.onExit().get(20, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    rank.destroyForcibly();
+                    throw new AssertionError("rank pid " + rank.pid() + " outlived its launcher");
+                }
+            }
+        } finally {
+            launcher.descendants().forEach(ProcessHandle::destroyForcibly);
+            launcher.destroyForcibly();
+        }
     }
 
     private static RankLauncher quiet(RankLauncher launcher) {
