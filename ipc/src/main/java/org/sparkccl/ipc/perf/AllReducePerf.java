@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import org.agrona.UnsafeApi;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
@@ -23,6 +22,9 @@ import org.sparkccl.core.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.Communicators;
+import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.gpu.GpuCommunicator;
+import org.sparkccl.ipc.gpu.GpuCommunicators;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.LaunchedRank;
 import org.sparkccl.ipc.launch.RankLauncher;
@@ -51,6 +53,9 @@ import picocli.CommandLine.Spec;
 public final class AllReducePerf implements Callable<Integer> {
     private static final long SEED = 0x5CC1_2024L;
     private static final Duration BOOTSTRAP_TIMEOUT = Duration.ofMinutes(2);
+    /** Calls that make the JIT compile the small-message (LL) and large-message (Simple) paths before timing. */
+    private static final int JIT_WARMUP_SMALL_CALLS = 2000;
+    private static final int JIT_WARMUP_MID_CALLS = 20;
 
     @Spec
     private CommandSpec spec;
@@ -107,8 +112,9 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "auto, shm or socket; default ${DEFAULT-VALUE}")
     String transport;
 
-    @Option(names = "--device", defaultValue = "cpu", paramLabel = "KIND",
-            description = "cpu (host memory) or gpu; default ${DEFAULT-VALUE}")
+    @Option(names = "--device", defaultValue = "auto", paramLabel = "KIND",
+            description = "cpu (host memory), gpu (rank r on GPU r mod the visible GPUs) or auto: gpu where GPUs"
+                    + " and the kernels are present; default ${DEFAULT-VALUE}")
     String device;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "also write the results to FILE as CSV (rank 0)")
@@ -153,10 +159,18 @@ public final class AllReducePerf implements Callable<Integer> {
             throw bad("--proto takes LL, Simple or auto, got '" + proto + "'");
         }
         switch (device.toLowerCase(Locale.ROOT)) {
-            case "cpu": break;
-            case "gpu": throw bad("--device gpu is not available yet: the GPU engine is not wired into allreduce-perf "
-                    + "in this build; use --device cpu");
-            default: throw bad("--device takes cpu or gpu, got '" + device + "'");
+            case "auto":
+                device = GpuCommunicators.unavailableReason() == null ? "gpu" : "cpu";
+                break;
+            case "cpu":
+                break;
+            case "gpu":
+                String why = GpuCommunicators.unavailableReason();
+                if (why != null) {
+                    throw bad("--device gpu: " + why + "; use --device cpu");
+                }
+                break;
+            default: throw bad("--device takes cpu, gpu or auto, got '" + device + "'");
         }
         switch (transport.toLowerCase(Locale.ROOT)) {
             case "auto": case "shm": break;
@@ -168,7 +182,8 @@ public final class AllReducePerf implements Callable<Integer> {
 
     /** The user's process: start the ranks, forward their output, end as mpirun does. */
     private int launch() {
-        List<String> args = spec.commandLine().getParseResult().originalArgs();
+        List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
+        args.add("--device=" + device); // what auto resolved to, so that every rank agrees
         LaunchResult result = RankLauncher.of(ranks, AllReducePerf.class.getName()).args(args).run();
         if (!result.succeeded()) {
             System.err.println("allreduce-perf: " + result.failure());
@@ -180,9 +195,13 @@ public final class AllReducePerf implements Callable<Integer> {
         JdkAccess.ensureAgronaAccess();
         Params params = params();
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
-            String devices = describeDevices(bootstrap);
-            try (Communicator comm = communicator(bootstrap, params)) {
-                return new Sweep(comm, me.rank() == 0 ? System.out : null, types, ops).run(devices);
+            boolean gpu = device.equalsIgnoreCase("gpu");
+            int ordinal = gpu ? me.rank() % GpuSupport.deviceCount() : me.rank();
+            String devices = describeDevices(bootstrap, gpu, ordinal);
+            try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
+                 PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
+                         : new HostPerfMemory(Math.max(8, maxBytes))) {
+                return new Sweep(comm, memory, me.rank() == 0 ? System.out : null, types, ops).run(devices);
             }
         } catch (CclException e) {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
@@ -209,16 +228,19 @@ public final class AllReducePerf implements Callable<Integer> {
     }
 
     /** nccl-tests' "Using devices" lines, one per rank, gathered through the bootstrap. */
-    private static String describeDevices(Bootstrap bootstrap) {
+    private static String describeDevices(Bootstrap bootstrap, boolean gpu, int ordinal) {
         String host;
         try {
             host = InetAddress.getLocalHost().getHostName();
         } catch (IOException e) {
             host = "localhost";
         }
-        String mine = String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] host memory, %d cores",
-                bootstrap.rank(), ProcessHandle.current().pid(), host, bootstrap.rank(),
-                Runtime.getRuntime().availableProcessors());
+        String mine = gpu
+                ? String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [gpu] CUDA device %d",
+                        bootstrap.rank(), ProcessHandle.current().pid(), host, ordinal, ordinal)
+                : String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] host memory, %d cores",
+                        bootstrap.rank(), ProcessHandle.current().pid(), host, bootstrap.rank(),
+                        Runtime.getRuntime().availableProcessors());
         byte[][] all = bootstrap.allGather(mine.getBytes(StandardCharsets.UTF_8));
         StringBuilder lines = new StringBuilder();
         for (byte[] line : all) {
@@ -230,26 +252,22 @@ public final class AllReducePerf implements Callable<Integer> {
     /** One rank's run of the whole sweep. */
     private final class Sweep {
         private final Communicator comm;
+        private final PerfMemory memory;
         /** Rank 0 prints; the others pass null. */
         private final PrintStream out;
         private final List<DataType> types;
         private final List<ReduceOp> ops;
-        private final long bufferBytes;
         private final long send;
         private final long recv;
-        private final long scalar;
 
-        Sweep(Communicator comm, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
+        Sweep(Communicator comm, PerfMemory memory, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
             this.comm = comm;
+            this.memory = memory;
             this.out = out;
             this.types = types;
             this.ops = ops;
-            this.bufferBytes = Math.max(8, maxBytes);
-            this.send = UnsafeApi.allocateMemory(bufferBytes);
-            this.recv = UnsafeApi.allocateMemory(bufferBytes);
-            this.scalar = UnsafeApi.allocateMemory(8);
-            UnsafeApi.setMemory(send, bufferBytes, (byte) 0);
-            UnsafeApi.setMemory(recv, bufferBytes, (byte) 0);
+            this.send = memory.send();
+            this.recv = memory.recv();
         }
 
         int run(String devices) {
@@ -259,6 +277,7 @@ public final class AllReducePerf implements Callable<Integer> {
                     printHeader(devices);
                     table.printColumnHeader();
                 }
+                warmUpJit(types.get(0), ops.get(0));
                 for (DataType type : types) {
                     for (ReduceOp reduceOp : ops) {
                         warmUp(type, reduceOp);
@@ -284,10 +303,6 @@ public final class AllReducePerf implements Callable<Integer> {
                     return 1;
                 }
                 return 0;
-            } finally {
-                UnsafeApi.freeMemory(send);
-                UnsafeApi.freeMemory(recv);
-                UnsafeApi.freeMemory(scalar);
             }
         }
 
@@ -303,7 +318,7 @@ public final class AllReducePerf implements Callable<Integer> {
                     comm.size(), minBytes, maxBytes, stepFactor > 1 ? stepFactor : stepBytes,
                     stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, checkIters);
             out.println("#");
-            out.println("# sparkccl allreduce-perf: " + comm.size() + " rank(s) as processes of this host, device cpu, "
+            out.println("# sparkccl allreduce-perf: " + comm.size() + " rank(s) as processes of this host, device " + device + ", "
                     + describeSettings());
             out.println("#");
             out.println("# Using devices");
@@ -321,18 +336,37 @@ public final class AllReducePerf implements Callable<Integer> {
             ReferenceCheck data = new ReferenceCheck(type, reduceOp, comm.size(), ReferenceCheck.seed(SEED, "warmup"));
             for (long size : new long[] {maxBytes, minBytes}) {
                 long count = size / type.size();
-                data.fillInput(comm.rank(), send, 0, count);
+                memory.fill(data, comm.rank(), send, count);
                 for (int i = 0; i < warmupIters; i++) {
                     comm.allReduce(send, recv, count, type, reduceOp);
                 }
             }
         }
 
+        /**
+         * The JVM runs a loop interpreted until it has run hot (thousands of passes): a few nccl-tests
+         * warm-up calls leave small sizes timing the interpreter. So, once per sweep, every rank makes
+         * the same fixed number of small (LL) and mid-size (Simple) calls before anything is timed.
+         */
+        private void warmUpJit(DataType type, ReduceOp reduceOp) {
+            if (comm.memoryKind() != org.sparkccl.core.MemoryKind.HOST) {
+                return; // the device does the work; the host side warms up in the -w calls
+            }
+            long small = Math.max(1, Math.min(maxBytes, 4096) / type.size());
+            long mid = Math.max(1, Math.min(maxBytes, 1L << 20) / type.size());
+            for (int i = 0; i < JIT_WARMUP_SMALL_CALLS; i++) {
+                comm.allReduce(send, recv, small, type, reduceOp);
+            }
+            for (int i = 0; i < JIT_WARMUP_MID_CALLS; i++) {
+                comm.allReduce(send, recv, mid, type, reduceOp);
+            }
+        }
+
         private PerfTable.Measurement measure(DataType type, ReduceOp reduceOp, long count, boolean inPlace) {
             long src = inPlace ? recv : send;
             int n = comm.size();
-            new ReferenceCheck(type, reduceOp, n, ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, "timed"))
-                    .fillInput(comm.rank(), src, 0, count);
+            memory.fill(new ReferenceCheck(type, reduceOp, n, ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, "timed")),
+                    comm.rank(), src, count);
             comm.barrier();
             long start = System.nanoTime();
             for (int i = 0; i < iters; i++) {
@@ -343,24 +377,17 @@ public final class AllReducePerf implements Callable<Integer> {
             for (int c = 0; c < checkIters; c++) {
                 ReferenceCheck check = new ReferenceCheck(type, reduceOp, n,
                         ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, c));
-                check.fillInput(comm.rank(), src, 0, count);
+                memory.fill(check, comm.rank(), src, count);
                 comm.allReduce(src, recv, count, type, reduceOp);
-                ReferenceCheck.Result result = check.checkReduced(recv, 0, count);
+                ReferenceCheck.Result result = memory.check(check, recv, count);
                 if (result.wrong() > 0) {
                     System.err.println("rank " + comm.rank() + ": " + (inPlace ? "in-place " : "out-of-place ") + result);
                 }
                 wrong += result.wrong();
             }
-            long slowest = allReduceBits(Double.doubleToRawLongBits(timeUs), DataType.FLOAT64, ReduceOp.MAX);
-            long wrongTotal = checkIters == 0 ? -1 : allReduceBits(wrong, DataType.INT64, ReduceOp.SUM);
+            long slowest = memory.allReduceBits(comm, Double.doubleToRawLongBits(timeUs), DataType.FLOAT64, ReduceOp.MAX);
+            long wrongTotal = checkIters == 0 ? -1 : memory.allReduceBits(comm, wrong, DataType.INT64, ReduceOp.SUM);
             return new PerfTable.Measurement(Double.longBitsToDouble(slowest), count * type.size(), n, wrongTotal);
-        }
-
-        /** All-reduces one 8-byte value (its raw bits) through the communicator under test. */
-        private long allReduceBits(long bits, DataType type, ReduceOp reduceOp) {
-            UnsafeApi.putLong(scalar, bits);
-            comm.allReduce(scalar, scalar, 1, type, reduceOp);
-            return UnsafeApi.getLong(scalar);
         }
     }
 
