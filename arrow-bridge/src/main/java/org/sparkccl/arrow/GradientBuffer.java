@@ -175,7 +175,7 @@ public final class GradientBuffer implements AutoCloseable {
 
     /**
      * The address GPU kernels use for this buffer's memory when it is mapped pinned memory (see
-     * a pinned host memory source), else 0.
+     * {@link PinnedHostMemorySource}), else 0.
      */
     public long devicePointer() {
         checkOpen();
@@ -192,7 +192,7 @@ public final class GradientBuffer implements AutoCloseable {
         if (device == 0) {
             throw new IllegalArgumentException("rank " + comm.rank() + ": this communicator works on "
                     + comm.memoryKind() + " memory, but GradientBuffer '" + name() + "' is in " + source.name()
-                    + " host memory, which GPUs cannot reach in place; allocate it from pinned memory "
+                    + " host memory, which GPUs cannot reach in place; allocate it from a PinnedHostMemorySource "
                     + "(HostMemorySources.preferred() does where a GPU is usable), or use a host communicator");
         }
         return device;
