@@ -1,6 +1,8 @@
 package org.sparkccl.ipc.perf;
 
 import java.io.PrintStream;
+import java.math.BigDecimal;
+import java.math.MathContext;
 import java.util.Locale;
 
 /**
@@ -107,12 +109,18 @@ final class PerfTable {
         return String.format(Locale.ROOT, format, value);
     }
 
-    /** C's {@code %g}: six significant digits, trailing zeros dropped. */
+    /** C's {@code %g}: six significant digits, trailing zeros dropped, exponent form below 1e-4 and from 1e6. */
     static String general(double value) {
-        if (value == 0) {
-            return "0";
+        if (value == 0 || !Double.isFinite(value)) {
+            return value == 0 ? "0" : Double.toString(value);
         }
-        String s = new java.math.BigDecimal(value).round(new java.math.MathContext(6)).stripTrailingZeros().toPlainString();
-        return s;
+        BigDecimal rounded = new BigDecimal(value).round(new MathContext(6));
+        int exponent = rounded.precision() - rounded.scale() - 1;
+        if (exponent < -4 || exponent >= 6) {
+            String[] parts = String.format(Locale.ROOT, "%.5e", rounded.doubleValue()).split("e");
+            String mantissa = parts[0].contains(".") ? parts[0].replaceAll("0+$", "").replaceAll("\\.$", "") : parts[0];
+            return mantissa + "e" + parts[1];
+        }
+        return rounded.stripTrailingZeros().toPlainString();
     }
 }

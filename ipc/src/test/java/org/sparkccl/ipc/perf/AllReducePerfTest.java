@@ -107,6 +107,10 @@ class AllReducePerfTest {
         assertEquals("  0.00", PerfTable.number(0, 6));
         assertEquals("1.5", PerfTable.general(1.5));
         assertEquals("0.0326307", PerfTable.general(0.03263074));
+        assertEquals("9.30142e-07", PerfTable.general(0.000000930142));
+        assertEquals("1.5e+06", PerfTable.general(1_500_000));
+        assertEquals("25.2127", PerfTable.general(25.21271));
+        assertEquals("0", PerfTable.general(0));
         assertEquals(1.5, PerfTable.busFactor(4));
         assertEquals(0.0, PerfTable.busFactor(1));
     }
