@@ -16,14 +16,14 @@ final class ThreadRanks {
     }
 
     static void run(int n, Params params, Body body) throws Exception {
-        ThreadBootstrap.Group group = new ThreadBootstrap.Group(n);
+        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(n, java.time.Duration.ofSeconds(60));
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<?>> futures = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 futures.add(pool.submit(() -> {
-                    try (Communicator comm = HostCommunicator.create(new ThreadBootstrap(group, rank),
+                    try (Communicator comm = HostCommunicator.create(group.member(rank),
                             List.of(new LocalMemoryTransport()), params)) {
                         body.run(comm);
                     }

@@ -10,6 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.ReferenceCheck;
@@ -96,7 +97,7 @@ public final class GpuAllReduceBench {
             return RankLauncher.of(ranks, GpuAllReduceBench.class.getName()).args(rawArgs)
                     .timeout(Duration.ofMinutes(9)).run().exitStatus();
         }
-        InJvm group = new InJvm(ranks);
+        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks);
         ExecutorService pool = Executors.newFixedThreadPool(ranks);
         List<Future<?>> futures = new ArrayList<>();
         for (int r = 0; r < ranks; r++) {
@@ -166,54 +167,5 @@ public final class GpuAllReduceBench {
         java.lang.ref.Reference.reachabilityFence(host);
         // Inputs of the timed calls stay these; their values do not matter for speed.
         return wrong;
-    }
-
-    /** Ranks as threads: allGather through a shared array. */
-    private static final class InJvm {
-        final int size;
-        final java.util.concurrent.CyclicBarrier barrier;
-        final byte[][] slots;
-
-        InJvm(int size) {
-            this.size = size;
-            this.barrier = new java.util.concurrent.CyclicBarrier(size);
-            this.slots = new byte[size][];
-        }
-
-        Bootstrap member(int rank) {
-            return new Bootstrap() {
-                @Override
-                public int rank() {
-                    return rank;
-                }
-
-                @Override
-                public int size() {
-                    return size;
-                }
-
-                @Override
-                public byte[][] allGather(byte[] mine) {
-                    slots[rank] = mine;
-                    await();
-                    byte[][] out = slots.clone();
-                    await();
-                    return out;
-                }
-
-                @Override
-                public void barrier() {
-                    await();
-                }
-
-                private void await() {
-                    try {
-                        barrier.await();
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                }
-            };
-        }
     }
 }

@@ -13,6 +13,7 @@ import org.agrona.BufferUtil;
 import org.junit.jupiter.api.Assumptions;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
@@ -92,14 +93,14 @@ final class GpuTestSupport {
 
     /** {@code ranks} threads, rank r on GPU r mod gpus, each building a communicator and running {@code body}. */
     static void runRanks(int ranks, int gpus, Params params, RankBody body) throws Exception {
-        InJvmBootstrap.Group group = new InJvmBootstrap.Group(ranks);
+        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, java.time.Duration.ofSeconds(120));
         ExecutorService pool = Executors.newFixedThreadPool(ranks);
         try {
             List<Future<?>> futures = new ArrayList<>();
             for (int r = 0; r < ranks; r++) {
                 int rank = r;
                 futures.add(pool.submit(() -> {
-                    InJvmBootstrap bootstrap = new InJvmBootstrap(group, rank);
+                    ThreadGroupBootstrap bootstrap = group.member(rank);
                     try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params)) {
                         Buffers buffers = new Buffers(comm);
                         Buffers.CURRENT.set(buffers);
