@@ -1,0 +1,91 @@
+package org.sparkccl.ipc.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.sparkccl.core.ThreadGroupBootstrap;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.gpu.GpuCommunicator;
+import org.sparkccl.ipc.gpu.GpuCommunicators;
+
+/** Skips without a GPU (printing why) and runs GPU ranks as threads of this JVM. */
+final class GpuTrainTestSupport {
+    private GpuTrainTestSupport() {
+    }
+
+    static void assumeGpu() {
+        String reason = GpuSupport.unavailableReason();
+        if (reason != null) {
+            System.out.println("SKIPPED (no GPU): " + reason);
+            Assumptions.abort("no GPU: " + reason);
+        }
+    }
+
+    /** One rank's work; {@code bootstrap.barrier()} before freeing device memory (see GpuModelTrainer). */
+    @FunctionalInterface
+    interface RankBody<T> {
+        T run(GpuCommunicator comm, ThreadGroupBootstrap bootstrap) throws Exception;
+    }
+
+    /**
+     * {@code ranks} threads, rank r on GPU r mod min(2, visible GPUs), each with a GPU communicator;
+     * returns their results by rank and checks afterwards that no device or pinned memory is left.
+     */
+    static <T> List<T> runRanks(int ranks, RankBody<T> body) throws Exception {
+        int gpus = Math.min(2, GpuSupport.deviceCount());
+        if (ranks > gpus) {
+            System.out.println("NOTE: " + gpus + " GPU(s) here for " + ranks + " ranks: rank r runs on GPU r mod " + gpus);
+        }
+        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, Duration.ofSeconds(60));
+        ExecutorService pool = Executors.newFixedThreadPool(ranks);
+        try {
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                int rank = r;
+                futures.add(pool.submit(() -> {
+                    ThreadGroupBootstrap bootstrap = group.member(rank);
+                    try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, Params.fromEnvironment())) {
+                        return body.run(comm, bootstrap);
+                    }
+                }));
+            }
+            List<T> results = new ArrayList<>();
+            Exception first = null;
+            for (Future<T> f : futures) {
+                try {
+                    results.add(f.get(2, TimeUnit.MINUTES));
+                } catch (ExecutionException e) {
+                    Exception cause = e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+                    if (first == null) {
+                        first = cause;
+                    } else {
+                        first.addSuppressed(cause);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+            assertNothingLeaked();
+            return results;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    static void assertNothingLeaked() {
+        assertEquals(0, DeviceBuffer.outstandingBytes(), "device memory leaked");
+        assertEquals(0, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
+    }
+}
