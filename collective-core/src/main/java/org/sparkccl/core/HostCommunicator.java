@@ -20,7 +20,9 @@ import org.sparkccl.core.proto.ChannelLayout;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
 import org.sparkccl.core.proto.Connection;
+import org.sparkccl.core.oneshot.OneShotAllReduce;
 import org.sparkccl.core.proto.LlPrimitives;
+import org.sparkccl.core.proto.OneShotLayout;
 import org.sparkccl.core.proto.Primitives;
 import org.sparkccl.core.proto.Protocol;
 import org.sparkccl.core.proto.SegmentLayout;
@@ -31,6 +33,7 @@ import org.sparkccl.core.transport.MemoryTransport;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.core.transport.SharedRegion;
 import org.sparkccl.core.tune.Tuner;
+import org.sparkccl.core.wait.FailureCheck;
 import org.sparkccl.core.wait.PeerMonitor;
 import org.sparkccl.core.wait.WaitLoop;
 
@@ -55,6 +58,8 @@ public final class HostCommunicator implements Communicator {
     private SharedRegion[] regions;
     private Channel[] channels = new Channel[0];
     private ExecutorService channelThreads;
+    private OneShotAllReduce oneShot;
+    private final AlgorithmCrossCheck crossCheck = new AlgorithmCrossCheck();
     private int sequence;
     private String brokenBy;
     private boolean closed;
@@ -123,7 +128,8 @@ public final class HostCommunicator implements Communicator {
         }
         int nch = params.get(Params.NCHANNELS) > 0 ? params.get(Params.NCHANNELS) : 1;
         SegmentLayout layout = new SegmentLayout(
-                new ChannelLayout(params.get(Params.LL_BUFFSIZE), params.get(Params.BUFFSIZE)), nch);
+                new ChannelLayout(params.get(Params.LL_BUFFSIZE), params.get(Params.BUFFSIZE)), nch,
+                new OneShotLayout(tuner.oneShotSlotBytes()));
         RankInfo me = RankInfo.local(rank, size);
         MemoryTransport exposing = null;
         if (size > 1) {
@@ -215,6 +221,13 @@ public final class HostCommunicator implements Communicator {
                     regions[next].buffer(), layout.channelOffset(c), prev, next, wait);
             channels[c] = new Channel(connection);
         }
+        if (layout.oneShot().slotDataBytes() > 0) {
+            long[] areas = new long[size];
+            for (int p = 0; p < size; p++) {
+                areas[p] = regions[p].buffer().addressOffset() + layout.oneShotOffset();
+            }
+            oneShot = new OneShotAllReduce(rank, size, layout.oneShot(), areas, channels[0].wait);
+        }
         if (nch > 1) {
             channelThreads = Executors.newFixedThreadPool(nch - 1, r -> {
                 Thread t = new Thread(r, "sparkccl-rank" + rank + "-channel");
@@ -261,6 +274,7 @@ public final class HostCommunicator implements Communicator {
             out.writeInt(layout.channels());
             out.writeInt(layout.channel().llSlotBytes());
             out.writeInt(layout.channel().simpleSlotBytes());
+            out.writeInt(layout.oneShot().slotDataBytes());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -288,6 +302,10 @@ public final class HostCommunicator implements Communicator {
         int es = type.size();
         if (size == 1) {
             copyIfApart(send, recv, count * es);
+            return;
+        }
+        if (oneShot != null && tuner.oneShotAllReduce(count * es)) {
+            runOneShot(send, recv, count, type, op);
             return;
         }
         run(Kind.ALL_REDUCE, type, op, 0, count, count * es, (p, c, active) -> {
@@ -361,6 +379,72 @@ public final class HostCommunicator implements Communicator {
         return new HostStagingBuffer(bytes);
     }
 
+    /** One exchange instead of a header and a ring: see {@link OneShotAllReduce}. */
+    private void runOneShot(long send, long recv, long count, DataType type, ReduceOp op) {
+        ensureUsable();
+        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, Protocol.LL, 0, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s one-shot", mine.describe());
+        }
+        WaitLoop wait = channels[0].wait;
+        crossCheck.start(mine, true);
+        wait.startCollective(mine, crossCheck);
+        try {
+            oneShot.allReduce(mine, send, recv);
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
+    /**
+     * The two algorithms check headers in different places (one-shot: every peer's slot; ring: the
+     * predecessor's LL slot), so ranks that run the same call with different algorithms (a count on
+     * either side of the threshold, or settings that differ) would each wait where the other never
+     * writes. While channel 0 waits, this looks where the other algorithm's header would be and fails
+     * with both calls named if a peer is there with this call's sequence number.
+     */
+    private final class AlgorithmCrossCheck implements FailureCheck {
+        private final long scratch = UnsafeApi.allocateMemory(CollectiveHeader.BYTES);
+        private CollectiveHeader mine;
+        private boolean mineOneShot;
+
+        void start(CollectiveHeader header, boolean oneShotCall) {
+            this.mine = header;
+            this.mineOneShot = oneShotCall;
+        }
+
+        @Override
+        public void check(int awaitedPeer, long step, String waitingFor) {
+            if (mineOneShot) {
+                if (channels[0].ll.peekHeader(scratch)) {
+                    fail((rank + size - 1) % size, "as a ring");
+                }
+            } else if (oneShot != null) {
+                for (int p = 0; p < size; p++) {
+                    if (p != rank && oneShot.peekHeader(p, mine.sequence, scratch)) {
+                        fail(p, "one-shot");
+                    }
+                }
+            }
+        }
+
+        private void fail(int peer, String how) {
+            CollectiveHeader theirs = CollectiveHeader.read(scratch);
+            if (theirs == null || theirs.sequence != mine.sequence) {
+                return; // an older call's leftovers: not this call
+            }
+            throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
+                    + (mineOneShot ? " one-shot" : " as a ring") + " but rank " + peer + " called " + theirs.describe()
+                    + " " + how + "; every rank must make the same collective calls, in the same order, with the same"
+                    + " count, type and op, and the same SPARKCCL_ALGO and SPARKCCL_ONESHOT_THRESHOLD");
+        }
+
+        void close() {
+            UnsafeApi.freeMemory(scratch);
+        }
+    }
+
     /** Runs one collective on its active channels: header check first, then the ring work. */
     private void run(Kind kind, DataType type, ReduceOp op, int root, long count, long bytes, ChannelWork work) {
         ensureUsable();
@@ -421,7 +505,12 @@ public final class HostCommunicator implements Communicator {
 
     private void runChannel(int c, int active, CollectiveHeader mine, ChannelWork work) {
         Channel ch = channels[c];
-        ch.wait.startCollective(mine.describe());
+        if (c == 0) {
+            crossCheck.start(mine, false);
+            ch.wait.startCollective(mine, crossCheck);
+        } else {
+            ch.wait.startCollective(mine);
+        }
         mine.write(ch.headerScratch);
         ch.ll.exchangeHeader(ch.headerScratch, ch.headerScratch + CollectiveHeader.BYTES);
         CollectiveHeader theirs = CollectiveHeader.read(ch.headerScratch + CollectiveHeader.BYTES);
@@ -515,6 +604,10 @@ public final class HostCommunicator implements Communicator {
                 ch.close();
             }
         }
+        if (oneShot != null) {
+            oneShot.close();
+        }
+        crossCheck.close();
         RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>(resources);
         if (own != null) {

@@ -22,7 +22,9 @@ public final class Params {
             "comma-separated subsystems to log: INIT, GRAPH, TUNING, P2P, SHM, NET, COLL, ALL; ^ in front excludes",
             s -> s.toUpperCase(Locale.ROOT));
     public static final Param<String> ALGO = define("ALGO", "auto",
-            "collective algorithm: Ring (or auto)", s -> s);
+            "all-reduce algorithm: Ring, OneShot (every rank reads every input and reduces it itself, up to"
+                    + " ONESHOT_THRESHOLD bytes) or auto (one-shot for small LL messages, ring above)",
+            s -> oneOfIgnoringCase(s, "auto", "Ring", "OneShot"));
     public static final Param<String> PROTO = define("PROTO", "auto",
             "protocol: LL, Simple or auto (the tuner chooses by size)", s -> s);
     public static final Param<String> TOPO_FILE = define("TOPO_FILE", "",
@@ -42,6 +44,9 @@ public final class Params {
             "busy-wait polls before a waiting rank starts to yield its core", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
+    public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,
+            "all-reduce size in bytes up to which the tuner picks the one-shot algorithm (and the size of its"
+                    + " slots); -1 uses the measured default, 0 turns one-shot off", Params::parseSize);
     public static final Param<Long> LL_THRESHOLD = define("LL_THRESHOLD", -1L,
             "message size in bytes up to which the tuner picks LL; -1 uses the measured default", Params::parseSize);
 
@@ -194,6 +199,16 @@ public final class Params {
             t = t.substring(0, t.length() - 1);
         }
         return Long.parseLong(t.trim()) * mul;
+    }
+
+    /** The allowed spelling of {@code s}, whatever its case. */
+    private static String oneOfIgnoringCase(String s, String... allowed) {
+        for (String a : allowed) {
+            if (a.equalsIgnoreCase(s.trim())) {
+                return a;
+            }
+        }
+        throw new IllegalArgumentException("expected one of " + String.join(", ", allowed));
     }
 
     private static String oneOf(String s, String... allowed) {

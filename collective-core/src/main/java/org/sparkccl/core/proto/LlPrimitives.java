@@ -158,6 +158,25 @@ public final class LlPrimitives implements Primitives, AutoCloseable {
         readSlot(theirs, CollectiveHeader.BYTES);
     }
 
+    /**
+     * For mismatch diagnosis while another wait is stuck: whether the predecessor's next LL slot
+     * already holds a whole collective header, which is then copied to {@code into}. Consumes
+     * nothing and never waits.
+     */
+    public boolean peekHeader(long into) {
+        long step = c.llRecvStep;
+        int at = c.recvBase + c.layout.llSlotOffset(step);
+        int flag = LlLayout.flagOfStep(step);
+        for (int i = 0; i < CollectiveHeader.BYTES / LlLayout.DATA_BYTES_PER_WORD; i++) {
+            long w = c.recvBuffer.getLongAcquire(at + i * LlLayout.WORD_BYTES);
+            if (LlLayout.flag(w) != flag) {
+                return false;
+            }
+            UnsafeApi.putInt(into + ((long) i << 2), LlLayout.data(w));
+        }
+        return true;
+    }
+
     /** Bytes of payload one slot carries. */
     public int slotDataBytes() {
         return slotData;

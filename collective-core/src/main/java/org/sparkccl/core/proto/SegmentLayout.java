@@ -14,6 +14,7 @@ package org.sparkccl.core.proto;
  *  offset 132   message length int
  *  offset 136   message        UTF-8, at most MESSAGE_MAX bytes
  *  offset 4096  channel 0 receive side, then channel 1, ...
+ *  after them   the one-shot all-reduce slots ({@link OneShotLayout}), if any
  * </pre>
  */
 public final class SegmentLayout {
@@ -36,10 +37,17 @@ public final class SegmentLayout {
 
     private final ChannelLayout channel;
     private final int channels;
+    private final OneShotLayout oneShot;
 
+    /** Channels only, no one-shot area. */
     public SegmentLayout(ChannelLayout channel, int channels) {
+        this(channel, channels, new OneShotLayout(0));
+    }
+
+    public SegmentLayout(ChannelLayout channel, int channels, OneShotLayout oneShot) {
         this.channel = channel;
         this.channels = channels;
+        this.oneShot = oneShot;
     }
 
     public ChannelLayout channel() {
@@ -54,7 +62,16 @@ public final class SegmentLayout {
         return CONTROL_BYTES + c * channel.channelBytes();
     }
 
+    public OneShotLayout oneShot() {
+        return oneShot;
+    }
+
+    /** Where the one-shot area starts, right after the last channel. */
+    public int oneShotOffset() {
+        return channelOffset(channels);
+    }
+
     public long totalBytes() {
-        return CONTROL_BYTES + (long) channels * channel.channelBytes();
+        return CONTROL_BYTES + (long) channels * channel.channelBytes() + oneShot.totalBytes();
     }
 }

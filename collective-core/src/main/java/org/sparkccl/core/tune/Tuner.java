@@ -4,8 +4,9 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.core.proto.Protocol;
 
 /**
- * Picks the protocol and the number of active channels for one collective, from its size alone, so
- * that every rank decides the same. {@code SPARKCCL_PROTO} and {@code SPARKCCL_LL_THRESHOLD} override.
+ * Picks the algorithm, protocol and number of active channels for one collective, from its size
+ * alone, so that every rank decides the same. {@code SPARKCCL_ALGO}, {@code SPARKCCL_PROTO},
+ * {@code SPARKCCL_LL_THRESHOLD} and {@code SPARKCCL_ONESHOT_THRESHOLD} override.
  */
 public final class Tuner {
     /**
@@ -13,11 +14,18 @@ public final class Tuner {
      * memory traffic, but it skips the head/tail round trip that dominates small messages.
      */
     public static final long DEFAULT_CPU_LL_THRESHOLD = 64L << 10;
+    /**
+     * Up to this many bytes an all-reduce runs one-shot (one exchange, every rank reads all inputs)
+     * rather than as a ring (a header exchange and 2(n-1) dependent steps).
+     */
+    public static final long DEFAULT_ONESHOT_THRESHOLD = 64L << 10;
     /** A channel is worth its thread only with at least this much data. */
     public static final long MIN_BYTES_PER_CHANNEL = 512L << 10;
 
     private final Protocol forced;
     private final long llThreshold;
+    private final String algo;
+    private final long oneShotThreshold;
     private final int channels;
 
     public Tuner(Params params, int channels) {
@@ -25,6 +33,9 @@ public final class Tuner {
         this.forced = "auto".equalsIgnoreCase(proto.trim()) ? null : Protocol.fromName(proto);
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_CPU_LL_THRESHOLD : t;
+        this.algo = params.get(Params.ALGO);
+        long o = params.get(Params.ONESHOT_THRESHOLD);
+        this.oneShotThreshold = "Ring".equals(algo) ? 0 : o < 0 ? DEFAULT_ONESHOT_THRESHOLD : o;
         this.channels = channels;
     }
 
@@ -35,6 +46,19 @@ public final class Tuner {
         return bytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
     }
 
+    /** Bytes the one-shot slots must carry: the largest all-reduce that may run one-shot (0: none). */
+    public long oneShotSlotBytes() {
+        return oneShotThreshold;
+    }
+
+    /**
+     * Whether an all-reduce of {@code bytes} runs one-shot: up to the one-shot threshold, when the
+     * protocol would be LL (one-shot is an LL exchange) or one-shot is forced with ALGO=OneShot.
+     */
+    public boolean oneShotAllReduce(long bytes) {
+        return oneShotThreshold > 0 && bytes <= oneShotThreshold && ("OneShot".equals(algo) || protocol(bytes) == Protocol.LL);
+    }
+
     /** Channels that carry a message of {@code bytes}: 1 for small ones, up to all for large ones. */
     public int activeChannels(long bytes) {
         long byData = Math.max(1, bytes / MIN_BYTES_PER_CHANNEL);
@@ -43,6 +67,8 @@ public final class Tuner {
 
     public String describe() {
         return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, Simple above)" : forced.displayName())
-                + ", " + channels + " channel(s)";
+                + ", all-reduce " + (oneShotThreshold == 0 ? "ring" : "one-shot up to " + oneShotThreshold + " bytes"
+                + ("OneShot".equals(algo) ? " (forced)" : forced == Protocol.SIMPLE ? " (never: protocol Simple)" : "")
+                + ", ring above") + ", " + channels + " channel(s)";
     }
 }

@@ -27,7 +27,9 @@ public final class WaitLoop {
     private long deadlineNs;
     private long nextFailureCheckNs;
     private int idles;
-    private String collective = "";
+    /** Names the collective in errors; its toString() runs only when an error is built. */
+    private Object collective = "";
+    private FailureCheck collectiveCheck;
 
     public WaitLoop(int rank, int spinsBeforeYield, long timeoutMs, FailureCheck failureCheck, BooleanSupplier cancelled) {
         this.rank = rank;
@@ -40,11 +42,20 @@ public final class WaitLoop {
     }
 
     /** Starts the timeout of one collective; {@code description} names it in errors. */
-    public void startCollective(String description) {
+    public void startCollective(Object description) {
+        startCollective(description, null);
+    }
+
+    /**
+     * As {@link #startCollective(Object)}, with a check of the collective's own that runs with the
+     * failure checks while it waits (e.g. for peers that run a different call); null for none.
+     */
+    public void startCollective(Object description, FailureCheck check) {
         long now = System.nanoTime();
         deadlineNs = now + timeoutNs;
         nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
         collective = description;
+        collectiveCheck = check;
     }
 
     /** One idle round while waiting for {@code peer} at {@code step}; throws when the wait cannot end well. */
@@ -82,6 +93,9 @@ public final class WaitLoop {
                         + waitingFor + " from rank " + peer + " at step " + step);
             }
             failureCheck.check(peer, step, waitingFor);
+            if (collectiveCheck != null) {
+                collectiveCheck.check(peer, step, waitingFor);
+            }
         }
     }
 }

@@ -56,6 +56,22 @@ class LayoutTest {
     }
 
     @Test
+    void oneShotSlotsFollowTheChannelsAndHoldHeaderAndData() {
+        ChannelLayout c = new ChannelLayout(256 << 10, 1 << 20);
+        OneShotLayout o = new OneShotLayout(1000);
+        SegmentLayout s = new SegmentLayout(c, 2, o);
+        assertEquals(s.channelOffset(2), s.oneShotOffset());
+        assertEquals(s.oneShotOffset() + (long) o.totalBytes(), s.totalBytes());
+        assertEquals(0, o.slotOffset(0));
+        assertEquals(o.slotOffset(0), o.slotOffset(2), "use 2 reuses slot 0");
+        assertTrue(o.slotOffset(1) >= OneShotLayout.HEADER_WIRE_BYTES + LlLayout.wireBytes(1000));
+        assertEquals(2L * o.slotOffset(1), o.totalBytes());
+        assertEquals(64, OneShotLayout.HEADER_WIRE_BYTES, "the 32-byte header as LL words");
+        assertEquals(0, new OneShotLayout(0).totalBytes());
+        assertEquals(new SegmentLayout(c, 2).totalBytes() + o.totalBytes(), s.totalBytes());
+    }
+
+    @Test
     void headerRoundTripsAndRefusesGarbage() {
         JdkAccess.ensureAgronaAccess();
         long at = UnsafeApi.allocateMemory(CollectiveHeader.BYTES);

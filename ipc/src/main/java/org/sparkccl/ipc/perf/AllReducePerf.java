@@ -358,11 +358,13 @@ public final class AllReducePerf implements Callable<Integer> {
             }
             long small = Math.max(1, Math.min(maxBytes, 4096) / type.size());
             long mid = Math.max(1, Math.min(maxBytes, 1L << 20) / type.size());
+            // In place and out of place alternate: a path the JIT has not seen (send == recv) would
+            // otherwise deoptimize and recompile inside the first in-place timing.
             for (int i = 0; i < JIT_WARMUP_SMALL_CALLS; i++) {
-                comm.allReduce(send, recv, small, type, reduceOp);
+                comm.allReduce(i % 2 == 0 ? send : recv, recv, small, type, reduceOp);
             }
             for (int i = 0; i < JIT_WARMUP_MID_CALLS; i++) {
-                comm.allReduce(send, recv, mid, type, reduceOp);
+                comm.allReduce(i % 2 == 0 ? send : recv, recv, mid, type, reduceOp);
             }
         }
 
