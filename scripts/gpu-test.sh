@@ -58,6 +58,19 @@ if [ "$what" = quick ]; then
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
 fi
 
+if [ "$what" = sweep ]; then
+  # Channel counts for large messages, P2P and staged; the default is what the tuner picks.
+  # (Each size's first call is checked against a float64 reference made in Java: big sizes cost seconds.)
+  for c in 16 24 32; do
+    bench "p2p-ch$c" SPARKCCL_NCHANNELS=$c -- -b 64M -e 256M -f 4 -n 10 -w 3
+  done
+  for c in 4 8 16; do
+    bench "staged-ch$c" SPARKCCL_P2P_DISABLE=1 SPARKCCL_NCHANNELS=$c -- -b 128M -e 128M -f 2 -n 5 -w 2
+  done
+  bench small -- -b 8 -e 256K -f 8 -n 200 -w 50
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
+fi
+
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "== benchmarks"
   bench auto -- -b 8 -e 256M -f 2 -n 20 -w 5

@@ -14,7 +14,7 @@ def sparkccl(path):
         return rows
     for line in open(path):
         parts = line.split()
-        if len(parts) == 8 and parts[0].isdigit():
+        if len(parts) >= 8 and parts[0].isdigit():
             rows[int(parts[0])] = {"us": float(parts[4]), "busbw": float(parts[6]), "proto": parts[3],
                                    "wrong": int(parts[7])}
     return rows

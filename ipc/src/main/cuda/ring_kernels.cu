@@ -28,6 +28,9 @@ enum { KIND_ALL_REDUCE = 0, KIND_REDUCE_SCATTER = 1, KIND_ALL_GATHER = 2, KIND_B
 enum { OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_AVG = 4 };
 // Status block codes (GpuStatus.java).
 enum { STATUS_OK = 0, STATUS_MISMATCH = 1, STATUS_PEER_ABORT = 2, STATUS_TIMEOUT = 3, STATUS_HOST_ABORT = 4 };
+// Host status block words (int index; DevCommLayout.STATUS_*): the finished sequence number and the
+// kernel's start and end time (globaltimer ns, 64-bit at int 26 and 28).
+enum { STATUS_WORD_DONE_SEQ = 24, STATUS_WORD_START_NS = 26, STATUS_WORD_END_NS = 28 };
 
 // ---- Layouts shared with Java (DevCommLayout.java): every field 8 bytes, little-endian. ----------
 
@@ -63,7 +66,8 @@ struct DevComm {
     uint64_t nextState;        // u32 abort word of the next rank's region
     uint64_t hostStatus;       // int[32] in mapped pinned host memory: [0] host abort request, [1..] status
     uint64_t timeoutNs;
-    uint64_t pad[8];
+    uint64_t blocksDone;       // u32 in device memory: blocks of the running kernel that finished
+    uint64_t pad[7];
     ChannelPtrs ch[SCCL_MAX_CHANNELS];
 };
 
@@ -107,6 +111,16 @@ __device__ __forceinline__ uint4 ldVolatile16(const void* p) {
     uint4 v;
     asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+
+// A FIFO read: not cached in L1 (the slot is rewritten by the peer every STEPS steps), and with no
+// compiler memory barrier, so that the loads of one iteration can all be in flight together; the
+// ordering against the tail the data was published with comes from __syncthreads.
+__device__ __forceinline__ uint4 ldFifo16(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
 
@@ -483,7 +497,11 @@ struct Channel {
         if (doRecv) simpleRecv++;
     }
 
-    // out = (fifo op user) for nbytes; stored to the user's dst and/or the next rank's slot.
+    // out = (fifo op user) for nbytes; stored to the user's dst and/or the next rank's slot. Which of
+    // the four pointers take part is a compile-time mask (one loop per primitive, as NCCL's are), so
+    // that each loop keeps only what it needs in registers.
+    enum { HAS_FIFO = 1, HAS_SRC = 2, HAS_DST = 4, HAS_OUT = 8 };
+
     template <int OP>
     __device__ __noinline__ void copyReduce(const char* fifo, const char* src, char* dst, char* out, int64_t nbytes,
                                                bool postOp) {
@@ -492,27 +510,18 @@ struct Channel {
         const int nt = blockDim.x;
         const bool aligned = (((uintptr_t)src | (uintptr_t)dst) & 15) == 0;
         const int64_t nvec = aligned ? nbytes / 16 : 0;
-        for (int64_t base = tid; base < nvec; base += (int64_t)nt * SCCL_UNROLL) {
-            uint4 v[SCCL_UNROLL];
-#pragma unroll
-            for (int u = 0; u < SCCL_UNROLL; u++) {
-                const int64_t i = base + (int64_t)u * nt;
-                if (i < nvec) {
-                    if (fifo != nullptr) v[u] = ldVolatile16(fifo + i * 16);
-                    if (src != nullptr) {
-                        uint4 x = *(const uint4*)(src + i * 16);
-                        v[u] = fifo != nullptr ? reducePack<R>(v[u], x) : x;
-                    }
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < SCCL_UNROLL; u++) {
-                const int64_t i = base + (int64_t)u * nt;
-                if (i < nvec) {
-                    if (postOp) v[u] = postPack<R>(v[u], nranks);
-                    if (dst != nullptr) *(uint4*)(dst + i * 16) = v[u];
-                    if (out != nullptr) *(uint4*)(out + i * 16) = v[u];
-                }
+        if (nvec > 0) {
+            const int mask = (fifo != nullptr ? HAS_FIFO : 0) | (src != nullptr ? HAS_SRC : 0) |
+                             (dst != nullptr ? HAS_DST : 0) | (out != nullptr ? HAS_OUT : 0);
+            switch (mask) {
+                case HAS_SRC | HAS_OUT: copyVectors<OP, HAS_SRC | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_FIFO | HAS_SRC | HAS_OUT: copyVectors<OP, HAS_FIFO | HAS_SRC | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_FIFO | HAS_SRC | HAS_DST | HAS_OUT: copyVectors<OP, HAS_FIFO | HAS_SRC | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_FIFO | HAS_SRC | HAS_DST: copyVectors<OP, HAS_FIFO | HAS_SRC | HAS_DST>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_SRC | HAS_DST | HAS_OUT: copyVectors<OP, HAS_SRC | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_FIFO | HAS_DST | HAS_OUT: copyVectors<OP, HAS_FIFO | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                case HAS_FIFO | HAS_DST: copyVectors<OP, HAS_FIFO | HAS_DST>(fifo, src, dst, out, nvec, postOp); break;
+                default: copyVectors<OP, HAS_FIFO | HAS_SRC | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
             }
         }
         // The rest (a short tail, or everything when the user's buffers are not 16-byte aligned).
@@ -529,6 +538,48 @@ struct Channel {
             if (postOp) v = R::post(v, nranks);
             if (dst != nullptr) *(S*)(dst + off) = v;
             if (out != nullptr) *(S*)(out + off) = v;
+        }
+    }
+
+    // The 16-byte part. All loads of an iteration are issued before any of them is used, so that
+    // UNROLL x 2 loads per thread are in flight at once: one block moves data at a useful rate only
+    // with many bytes in flight (local HBM, or a peer's memory across NVLink or PCIe, about a
+    // microsecond away). Full iterations take the branch-free path; the last, partial one checks
+    // every index. (A mask of 0 for the default case is never used; it keeps the switch total.)
+    template <int OP, int MASK>
+    __device__ __forceinline__ void copyVectors(const char* fifo, const char* src, char* dst, char* out, int64_t nvec,
+                                                bool postOp) {
+        typedef RED<OP> R;
+        const int nt = blockDim.x;
+        const uint4* f4 = (const uint4*)fifo;
+        const uint4* s4 = (const uint4*)src;
+        uint4* d4 = (uint4*)dst;
+        uint4* o4 = (uint4*)out;
+        const int64_t stride = (int64_t)nt * SCCL_UNROLL;
+        int64_t base = threadIdx.x;
+        for (; base + (SCCL_UNROLL - 1) * nt < nvec; base += stride) {
+            uint4 v[SCCL_UNROLL];
+            uint4 x[SCCL_UNROLL];
+#pragma unroll
+            for (int u = 0; u < SCCL_UNROLL; u++) {
+                if (MASK & HAS_FIFO) v[u] = ldFifo16(f4 + base + u * nt);
+                if (MASK & HAS_SRC) x[u] = s4[base + u * nt];
+            }
+#pragma unroll
+            for (int u = 0; u < SCCL_UNROLL; u++) {
+                if (MASK & HAS_SRC) v[u] = (MASK & HAS_FIFO) ? reducePack<R>(v[u], x[u]) : x[u];
+                if (postOp) v[u] = postPack<R>(v[u], nranks);
+                if (MASK & HAS_DST) d4[base + u * nt] = v[u];
+                if (MASK & HAS_OUT) o4[base + u * nt] = v[u];
+            }
+        }
+        for (int64_t i = base; i < nvec; i += nt) {
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (MASK & HAS_FIFO) v = ldFifo16(f4 + i);
+            if (MASK & HAS_SRC) v = (MASK & HAS_FIFO) ? reducePack<R>(v, s4[i]) : s4[i];
+            if (postOp) v = postPack<R>(v, nranks);
+            if (MASK & HAS_DST) d4[i] = v;
+            if (MASK & HAS_OUT) o4[i] = v;
         }
     }
 
@@ -610,6 +661,20 @@ struct Cut {
     }
 };
 
+// The last block to finish tells the host, through mapped host memory, that this collective is
+// complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
+// Every block's results are fenced to system scope before it counts itself.
+__device__ void finish(const DevComm* comm, uint32_t seq, volatile int32_t* hostStatus) {
+    __threadfence_system();
+    unsigned int* done = (unsigned int*)comm->blocksDone;
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+        atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+        *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
+        __threadfence_system();
+        stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)seq);
+    }
+}
+
 template <template <int> class RED, bool SIMPLE>
 __device__ void ringKernel(const CollArgs& a) {
     typedef typename RED<OP_SUM>::S S;
@@ -629,6 +694,7 @@ __device__ void ringKernel(const CollArgs& a) {
     w.aborted = (volatile int*)&abortedShared;
     w.start = globalTimerNs();
     w.timeoutNs = comm->timeoutNs;
+    if (c == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
 
     // An abort raised by a peer (or by an earlier kernel of this rank) stops this collective before it
     // starts: its data could be a failed peer's leftovers.
@@ -707,6 +773,7 @@ __device__ void ringKernel(const CollArgs& a) {
         }
     }
     ch.save();
+    if (threadIdx.x == 0) finish(comm, a.seq, w.hostStatus);
 }
 
 // One kernel per data type and protocol; the op is a parameter, dispatched once per step.

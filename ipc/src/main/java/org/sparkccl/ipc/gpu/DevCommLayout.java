@@ -8,7 +8,7 @@ package org.sparkccl.ipc.gpu;
  *  DevComm (device memory, written once at connect)
  *    0 rank   8 nranks   16 LL slot bytes   24 Simple slot bytes
  *   32 my abort word (u32*)   40 next rank's abort word   48 host status block (int[32], mapped)
- *   56 timeout in ns          64..127 unused
+ *   56 timeout in ns          64 blocks-done counter (u32*, device memory)   72..127 unused
  *  128 + 128 * c: channel c
  *    0 recv LL slots   8 recv Simple slots   16 recv LL head   24 recv Simple head   32 recv Simple tail
  *   40 send LL slots  48 send Simple slots   56 send LL head   64 send Simple head   72 send Simple tail
@@ -33,6 +33,7 @@ final class DevCommLayout {
     static final int NEXT_STATE = 40;
     static final int HOST_STATUS = 48;
     static final int TIMEOUT_NS = 56;
+    static final int BLOCKS_DONE = 64;
 
     static final int RECV_LL = 0;
     static final int RECV_SIMPLE = 8;
@@ -70,12 +71,19 @@ final class DevCommLayout {
     static final int STATUS_CHANNEL = 8;
     static final int STATUS_THEIR_HEADER = 32;
     static final int STATUS_MY_HEADER = 64;
+    /** The sequence number of the last collective whose kernel finished (written by its last block). */
+    static final int STATUS_DONE_SEQ = 96;
+    /** globaltimer (ns) when block 0 of the last kernel started, and when its last block finished. */
+    static final int STATUS_START_NS = 104;
+    static final int STATUS_END_NS = 112;
 
     static final int CODE_OK = 0;
     static final int CODE_MISMATCH = 1;
     static final int CODE_PEER_ABORT = 2;
     static final int CODE_TIMEOUT = 3;
     static final int CODE_HOST_ABORT = 4;
+    /** Host side only: the stream went idle but the kernel never wrote its done word. */
+    static final int CODE_KERNEL_LOST = 100;
 
     /**
      * The GPU window's control block (the first {@code SegmentLayout.CONTROL_BYTES} of a window): the

@@ -22,7 +22,8 @@ import org.sparkccl.ipc.launch.RankLauncher;
 
 /**
  * AllReduce on GPUs, timed from the Java call to its return (each call is synchronous), in
- * nccl-tests' columns: {@code size count type time(us) algbw busbw wrong}. Ranks are processes (one
+ * nccl-tests' columns: {@code size count type time(us) algbw busbw wrong}, then the mean host time of the
+ * launch call and the mean GPU time of the kernel (first block start to last block end). Ranks are processes (one
  * per rank, {@link RankLauncher}) or threads of this JVM ({@code --threads}); rank r uses GPU
  * r mod gpus, so {@code --ranks-per-gpu K} gives K ranks per GPU.
  *
@@ -124,8 +125,8 @@ public final class GpuAllReduceBench {
                 System.out.printf(Locale.ROOT, "# sparkccl GPU allreduce: %d rank(s), %s, %s%n", comm.size(),
                         threads ? "threads of one JVM" : "one process per rank", comm.describeLinks());
                 System.out.printf(Locale.ROOT, "# settings: %s%n", params.describeSet());
-                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s%n", "size(B)", "count", "type",
-                        "proto", "time(us)", "algbw", "busbw", "wrong");
+                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s %10s %10s%n", "size(B)", "count",
+                        "type", "proto", "time(us)", "algbw", "busbw", "wrong", "launch(us)", "kernel(us)");
             }
             for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
                 long count = Math.max(1, bytes / type.size());
@@ -135,16 +136,21 @@ public final class GpuAllReduceBench {
                     comm.allReduce(send.address(), recv.address(), count, type, op);
                 }
                 bootstrap.barrier();
+                long launchNanos = 0;
+                long kernelNanos = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < iters; i++) {
                     comm.allReduce(send.address(), recv.address(), count, type, op);
+                    launchNanos += comm.lastLaunchNanos();
+                    kernelNanos += comm.lastKernelNanos();
                 }
                 double us = (System.nanoTime() - t0) / 1e3 / iters;
                 double algbw = size / us / 1e3;
                 double busbw = algbw * 2.0 * (comm.size() - 1) / comm.size();
                 if (print) {
-                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d%n", size, count,
-                            type.ncclName(), comm.protocolFor(size).displayName(), us, algbw, busbw, wrong);
+                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f%n", size,
+                            count, type.ncclName(), comm.protocolFor(size).displayName(), us, algbw, busbw, wrong,
+                            launchNanos / 1e3 / iters, kernelNanos / 1e3 / iters);
                 }
                 if (factor <= 1) {
                     break;

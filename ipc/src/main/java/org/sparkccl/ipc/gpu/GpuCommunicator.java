@@ -84,6 +84,8 @@ public final class GpuCommunicator implements Communicator {
     private long timeoutNs;
     private int spinsBeforeYield;
     private int sequence;
+    private long lastLaunchNanos;
+    private long lastKernelNanos;
     private String brokenBy;
     private boolean closed;
     private String links = "";
@@ -274,8 +276,9 @@ public final class GpuCommunicator implements Communicator {
     /** The kernel's view of the ring (DevCommLayout), written once to device memory. */
     private void writeDevComm(SegmentLayout layout, long myWindow, long nextWindow, int channels) {
         ChannelLayout ch = layout.channel();
-        channelState = own(DeviceBuffer.allocate(device, (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS,
-                "rank " + rank));
+        // Channel states, then the kernel's blocks-done counter on its own 64 bytes.
+        long statesBytes = (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS;
+        channelState = own(DeviceBuffer.allocate(device, statesBytes + 64, "rank " + rank));
         channelState.fill((byte) 0, stream);
         ByteBuffer b = ByteBuffer.allocate(DevCommLayout.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putLong(DevCommLayout.RANK, rank);
@@ -286,6 +289,7 @@ public final class GpuCommunicator implements Communicator {
         b.putLong(DevCommLayout.NEXT_STATE, nextWindow + SegmentLayout.STATE_OFFSET);
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
+        b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
         for (int c = 0; c < channels; c++) {
             int at = DevCommLayout.channel(c);
             long recv = myWindow + layout.channelOffset(c);
@@ -406,9 +410,13 @@ public final class GpuCommunicator implements Communicator {
             log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
         }
         CUfunction function = module.function(plan.kernel);
+        long launchStart = System.nanoTime();
         Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, stream.handle(),
                 kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        lastLaunchNanos = System.nanoTime() - launchStart;
         waitForKernel(header);
+        lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
+                - statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
     }
 
     private void copySingleRank(Kind kind, long send, long recv, long count, DataType type) {
@@ -422,9 +430,12 @@ public final class GpuCommunicator implements Communicator {
     }
 
     /**
-     * Polls the stream until the kernel is done. Meanwhile checks that every peer process is alive;
-     * if one died, asks the kernel to stop (host abort word) and fails naming it. The kernel has
-     * its own timeout; this one only backs it up.
+     * Waits until the kernel says it is done: its last block writes the call's sequence number into
+     * mapped host memory, which costs a memory read to poll (the driver's stream query is a JNI call of
+     * about a microsecond). The stream is asked too, now and then, so that a kernel that crashed is
+     * noticed. Meanwhile every peer process is checked to be alive; if one died, the kernel is asked to
+     * stop (host abort word) and the call fails naming it. The kernel has its own timeout; this one only
+     * backs it up.
      */
     private void waitForKernel(CollectiveHeader header) {
         long start = System.nanoTime();
@@ -432,8 +443,13 @@ public final class GpuCommunicator implements Communicator {
         int idles = 0;
         int deadPeer = -1;
         boolean hostTimedOut = false;
-        while (!stream.isIdle()) {
-            if (++idles <= spinsBeforeYield) {
+        int seq = header.sequence;
+        while (statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
+            ++idles;
+            if ((idles & 1023) == 0 && stream.isIdle() && statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
+                throw fail(header, DevCommLayout.CODE_KERNEL_LOST, deadPeer);
+            }
+            if (idles <= spinsBeforeYield) {
                 Thread.onSpinWait();
                 continue;
             }
@@ -496,6 +512,9 @@ public final class GpuCommunicator implements Communicator {
                     + " ms waiting for a peer (channel " + statusView.getIntVolatile(DevCommLayout.STATUS_CHANNEL)
                     + "); a rank may be stuck or may have skipped this collective (raise SPARKCCL_TIMEOUT_MS if the"
                     + " ranks are just slow)");
+        } else if (code == DevCommLayout.CODE_KERNEL_LOST) {
+            e = new CclException(what + ": the collective kernel ended without reporting completion (it was lost "
+                    + "or crashed); run with compute-sanitizer to find out why");
         } else if (code == DevCommLayout.CODE_PEER_ABORT) {
             e = new CclException(what + " aborted because another rank failed; that rank's error says why");
         } else {
@@ -590,6 +609,16 @@ public final class GpuCommunicator implements Communicator {
         if (first != null) {
             throw first;
         }
+    }
+
+    /** Host time of the last kernel launch call (JCuda and the driver), for benchmarks. */
+    long lastLaunchNanos() {
+        return lastLaunchNanos;
+    }
+
+    /** GPU time of the last collective kernel, from its first block's start to its last block's end. */
+    long lastKernelNanos() {
+        return lastKernelNanos;
     }
 
     Protocol protocolFor(long bytes) {
