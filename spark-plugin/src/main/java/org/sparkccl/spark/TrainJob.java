@@ -12,6 +12,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.sparkccl.arrow.FeatureBatch;
 import org.sparkccl.core.Communicator;
+import org.sparkccl.spark.train.ComputePath;
 import org.sparkccl.spark.train.DataStats;
 import org.sparkccl.spark.train.Example;
 import org.sparkccl.spark.train.ModelSpec;
@@ -19,6 +20,8 @@ import org.sparkccl.spark.train.OptimizerSpec;
 import org.sparkccl.spark.train.PreparedData;
 import org.sparkccl.spark.train.Shard;
 import org.sparkccl.spark.train.StepCollectives;
+import org.sparkccl.spark.train.StepEngine;
+import org.sparkccl.spark.train.StepEngines;
 import org.sparkccl.spark.train.TrainConfig;
 import org.sparkccl.spark.train.TrainResult;
 import org.sparkccl.spark.train.Trainer;
@@ -81,6 +84,9 @@ public final class TrainJob implements Callable<Integer> {
     boolean resume;
     @Option(names = "--reference", description = "also train in this process alone and compare the loss curves")
     boolean reference;
+    @Option(names = "--compute", defaultValue = "auto",
+            description = "where ranks compute their steps: auto (the GPU where the task has one), cpu or gpu [${DEFAULT-VALUE}]")
+    String compute;
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new TrainJob()).execute(args));
@@ -139,7 +145,8 @@ public final class TrainJob implements Callable<Integer> {
         double lr = learningRate != null ? learningRate : kind == OptimizerSpec.Kind.ADAM ? 0.01 : 0.1;
         return new TrainConfig(spec, new OptimizerSpec(kind, lr, momentum), batchSize, steps, seed, logEvery,
                 checkpointDir, checkpointEvery, resume,
-                PreparedData.hadoopSettings(spark.sparkContext().getConf(), spark.sparkContext().hadoopConfiguration()));
+                PreparedData.hadoopSettings(spark.sparkContext().getConf(), spark.sparkContext().hadoopConfiguration()))
+                .withCompute(ComputePath.Choice.parse(compute));
     }
 
     /**
@@ -153,7 +160,8 @@ public final class TrainJob implements Callable<Integer> {
             Communicator comm = SparkCcl.communicator();
             Shard shard = new Shard(batch, comm.rank(), comm.size(), (int) stats.rows());
             try (BufferAllocator allocator = new RootAllocator()) {
-                TrainResult result = new Trainer(config, shard, (int) stats.rows()).run(StepCollectives.over(comm), allocator);
+                TrainResult result = new Trainer(config, shard, (int) stats.rows()).run(StepCollectives.over(comm), allocator,
+                        stepEngines(config, comm));
                 return List.of(result).iterator();
             }
         }).collect());
@@ -165,6 +173,12 @@ public final class TrainJob implements Callable<Integer> {
             }
         }
         return results.get(0);
+    }
+
+    /** Where this task's rank computes its steps: its GPU where its communicator is a GPU one (see {@link ComputePath}). */
+    private static StepEngine.Factory stepEngines(TrainConfig config, Communicator comm) {
+        ComputePath path = ComputePath.choose(config.compute(), comm.memoryKind(), comm.rank());
+        return path == ComputePath.GPU ? StepEngines.gpu(comm, SparkCcl.gpu().ordinal()) : StepEngines.cpu();
     }
 
     /** The same training in this process alone, on every example: the reference the distributed run must match. */

@@ -34,27 +34,27 @@ public record GpuNetwork(int inputs, int hidden, int classes) {
     }
 
     /** Where W1 starts (MLP only). */
-    int hiddenWeightsAt() {
+    public int hiddenWeightsAt() {
         return 0;
     }
 
     /** Where b1 starts (MLP only). */
-    int hiddenBiasAt() {
+    public int hiddenBiasAt() {
         return inputs * hidden;
     }
 
     /** Width of the output layer's input: hidden units, or the features for softmax regression. */
-    int outputInputs() {
+    public int outputInputs() {
         return hasHiddenLayer() ? hidden : inputs;
     }
 
     /** Where the output layer's weights (W2, or W) start. */
-    int outputWeightsAt() {
+    public int outputWeightsAt() {
         return hasHiddenLayer() ? inputs * hidden + hidden : 0;
     }
 
     /** Where the output layer's bias (b2, or b) starts. */
-    int outputBiasAt() {
+    public int outputBiasAt() {
         return outputWeightsAt() + outputInputs() * classes;
     }
 

@@ -53,6 +53,11 @@ public final class ModelSpec implements Serializable {
         return classes;
     }
 
+    /** Hidden units of the MLP; 0 for softmax regression. */
+    public int hidden() {
+        return hidden;
+    }
+
     @Override
     public String toString() {
         return kind == Kind.MLP ? "mlp(" + inputs + "-" + hidden + "-" + classes + ")"

@@ -6,6 +6,10 @@ import java.util.Locale;
 /** Which optimizer and its hyperparameters; serializable so that every rank builds the same one. */
 public final class OptimizerSpec implements Serializable {
     private static final long serialVersionUID = 1L;
+    /** Adam's moment decay rates and epsilon (the paper's defaults), on the CPU and the GPU alike. */
+    public static final double ADAM_BETA1 = 0.9;
+    public static final double ADAM_BETA2 = 0.999;
+    public static final double ADAM_EPSILON = 1e-8;
 
     /** The optimizers TrainJob offers. */
     public enum Kind {
@@ -34,7 +38,20 @@ public final class OptimizerSpec implements Serializable {
     }
 
     public Optimizer create() {
-        return kind == Kind.ADAM ? new Adam(learningRate, 0.9, 0.999, 1e-8) : new MomentumSgd(learningRate, momentum);
+        return kind == Kind.ADAM ? new Adam(learningRate, ADAM_BETA1, ADAM_BETA2, ADAM_EPSILON) : new MomentumSgd(learningRate, momentum);
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    public double learningRate() {
+        return learningRate;
+    }
+
+    /** SGD's momentum (Adam ignores it). */
+    public double momentum() {
+        return momentum;
     }
 
     @Override

@@ -17,6 +17,7 @@ public final class TrainConfig implements Serializable {
     final long checkpointEvery;
     final boolean resume;
     final Map<String, String> hadoopSettings;
+    final ComputePath.Choice compute;
 
     /**
      * @param batchSize      global minibatch size (all ranks together)
@@ -26,6 +27,13 @@ public final class TrainConfig implements Serializable {
      */
     public TrainConfig(ModelSpec model, OptimizerSpec optimizer, int batchSize, long steps, long seed, int logEvery,
                        String checkpointDir, long checkpointEvery, boolean resume, Map<String, String> hadoopSettings) {
+        this(model, optimizer, batchSize, steps, seed, logEvery, checkpointDir, checkpointEvery, resume, hadoopSettings,
+                ComputePath.Choice.AUTO);
+    }
+
+    private TrainConfig(ModelSpec model, OptimizerSpec optimizer, int batchSize, long steps, long seed, int logEvery,
+                        String checkpointDir, long checkpointEvery, boolean resume, Map<String, String> hadoopSettings,
+                        ComputePath.Choice compute) {
         if (batchSize < 1 || steps < 0 || logEvery < 1 || checkpointEvery < 1) {
             throw new IllegalArgumentException("batch size, log interval and checkpoint interval must be >= 1 and steps >= 0");
         }
@@ -42,6 +50,7 @@ public final class TrainConfig implements Serializable {
         this.checkpointEvery = checkpointEvery;
         this.resume = resume;
         this.hadoopSettings = Map.copyOf(hadoopSettings);
+        this.compute = compute;
     }
 
     public ModelSpec model() {
@@ -55,7 +64,17 @@ public final class TrainConfig implements Serializable {
     /** The same training with other steps, checkpointing or resume settings. */
     public TrainConfig withSteps(long newSteps, String newCheckpointDir, long newCheckpointEvery, boolean newResume) {
         return new TrainConfig(model, optimizer, batchSize, newSteps, seed, logEvery, newCheckpointDir,
-                newCheckpointEvery, newResume, hadoopSettings);
+                newCheckpointEvery, newResume, hadoopSettings, compute);
+    }
+
+    /** The same training, computed where {@code choice} says (TrainJob's --compute; AUTO by default). */
+    public TrainConfig withCompute(ComputePath.Choice choice) {
+        return new TrainConfig(model, optimizer, batchSize, steps, seed, logEvery, checkpointDir, checkpointEvery, resume,
+                hadoopSettings, choice);
+    }
+
+    public ComputePath.Choice compute() {
+        return compute;
     }
 
     @Override

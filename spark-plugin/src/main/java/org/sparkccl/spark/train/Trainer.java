@@ -2,7 +2,6 @@ package org.sparkccl.spark.train;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -17,15 +16,15 @@ import org.sparkccl.arrow.ElementType;
 import org.sparkccl.arrow.GradientBuffer;
 import org.sparkccl.arrow.HostMemorySources;
 import org.sparkccl.arrow.OptimizerState;
-import org.sparkccl.arrow.TensorInfo;
 import org.sparkccl.arrow.TensorLayout;
 
 /**
  * Data-parallel minibatch training of one rank. Every step each rank adds up the loss gradient
  * over its part of the global minibatch, one in-place all-reduce sums those (with the loss and row
  * count riding along in the same buffer), and every rank applies the same update to its own copy of
- * the weights, so the copies stay equal without ever being sent. Rank 0 writes checkpoints; on
- * resume it reads the newest and broadcasts it.
+ * the weights, so the copies stay equal without ever being sent. A {@link StepEngine} runs the
+ * steps: on the CPU, or on the rank's GPU with everything in device memory ({@link ComputePath}).
+ * Rank 0 writes checkpoints; on resume it reads the newest and broadcasts it.
  */
 public final class Trainer {
     private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
@@ -53,50 +52,38 @@ public final class Trainer {
         }
     }
 
+    /** Trains on the CPU (the single-process reference, and ranks without a GPU). */
     public TrainResult run(StepCollectives collectives, BufferAllocator allocator) {
+        return run(collectives, allocator, HostStepEngine.FACTORY);
+    }
+
+    /** Trains with the steps run by the engines {@code engines} opens (see {@link ComputePath}). */
+    public TrainResult run(StepCollectives collectives, BufferAllocator allocator, StepEngine.Factory engines) {
         TensorLayout layout = model.layout();
         int params = (int) layout.elementCount();
         String[] slotNames = optimizer.slotNames();
+        // The engine is opened before the first collective and closed after the last (evaluate's):
+        // a GPU engine frees device memory, which must not happen while a peer on the same GPU waits.
         try (GradientBuffer weightsBuffer = GradientBuffer.allocate(allocator, "weights", layout, ElementType.FLOAT32,
                 HostMemorySources.preferred());
              OptimizerState state = OptimizerState.like(weightsBuffer, slotNames);
-             GradientBuffer gradients = GradientBuffer.allocate(allocator, "gradients", withBatchTotals(layout),
-                     ElementType.FLOAT32, HostMemorySources.preferred())) {
+             StepEngine engine = engines.open(config, shard, schedule.batchSize(), collectives, allocator)) {
+            LOG.info("rank {}: training steps run {}", collectives.rank(), engine.describe());
             float[] weights = new float[params];
             float[][] slots = new float[slotNames.length][params];
             long firstStep = start(collectives, allocator, weightsBuffer, state, weights, slots);
+            engine.load(weights, slots);
 
             int[] batchIds = new int[schedule.batchSize()];
             int[] localRows = new int[schedule.batchSize()];
-            double[] sum = new double[params];
-            float[] reduced = new float[params + 2];
-            float[] mean = new float[params];
             double[] losses = new double[(int) Math.max(0, config.steps - firstStep)];
             long started = System.nanoTime();
             long windowStart = started;
             for (long step = firstStep; step < config.steps; step++) {
                 schedule.batch(step, batchIds);
                 int mine = shard.localRows(batchIds, batchIds.length, localRows);
-                Arrays.fill(sum, 0);
-                double loss = model.addGradient(weights, shard.data(), localRows, mine, sum);
-                for (int i = 0; i < params; i++) {
-                    reduced[i] = (float) sum[i];
-                }
-                reduced[params] = (float) loss;
-                reduced[params + 1] = mine;
-                gradients.copyFrom(reduced);
-                collectives.allReduceSum(gradients);
-                gradients.copyTo(0, reduced, 0, params + 2);
-                float rows = reduced[params + 1];
-                if (rows != batchIds.length) {
-                    throw new IllegalStateException("rank " + collectives.rank() + ", step " + step + ": the ranks hold "
-                            + rows + " of the batch's " + batchIds.length + " rows; the shards do not cover the data");
-                }
-                for (int i = 0; i < params; i++) {
-                    mean[i] = reduced[i] / rows;
-                }
-                optimizer.update(weights, mean, slots, step + 1);
-                losses[(int) (step - firstStep)] = reduced[params] / rows;
+                double lossSum = engine.step(localRows, mine, batchIds.length, step + 1);
+                losses[(int) (step - firstStep)] = (float) lossSum / (float) batchIds.length;
 
                 long done = step + 1;
                 if (collectives.rank() == 0 && (done % config.logEvery == 0 || done == config.steps)) {
@@ -108,11 +95,15 @@ public final class Trainer {
                     windowStart = now;
                 }
                 if (config.checkpointDir != null && (done % config.checkpointEvery == 0 || done == config.steps)) {
+                    if (collectives.rank() == 0) {
+                        engine.store(weights, slots);
+                    }
                     checkpoint(collectives.rank(), done, weights, slots, weightsBuffer, state);
                 }
             }
             double seconds = (System.nanoTime() - started) / 1e9;
             double samplesPerSecond = losses.length == 0 ? 0 : losses.length * (double) schedule.batchSize() / seconds;
+            engine.store(weights, null);
             double[] evaluation = evaluate(collectives, allocator, weights);
             if (collectives.rank() == 0) {
                 LOG.info(String.format(Locale.ROOT, "done: %d steps, %.0f samples/s; on all %d examples loss %.5f,"
@@ -139,15 +130,6 @@ public final class Trainer {
             collectives.allReduceSum(totals);
             return totals.toDoubleArray();
         }
-    }
-
-    /** The model's tensors plus two totals that ride along with the gradient: summed loss and row count. */
-    static TensorLayout withBatchTotals(TensorLayout layout) {
-        TensorLayout.Builder b = TensorLayout.builder();
-        for (TensorInfo t : layout.tensors()) {
-            b.add(t.name(), t.shape());
-        }
-        return b.add("batch_totals", 2).build();
     }
 
     /** Sets the starting weights and optimizer state on every rank; returns the step to start at. */
