@@ -293,7 +293,8 @@ public final class GpuModelTrainer implements AutoCloseable {
     }
 
     private DeviceBuffer allocate(long floats) {
-        return own(DeviceBuffer.allocate(device, Math.max(1, floats) * FLOAT, where));
+        return own(DeviceBuffer.allocate(device, Math.max(1, floats) * FLOAT, "rank " + comm.rank() + " training "
+                + network));
     }
 
     private <T extends AutoCloseable> T own(T resource) {

@@ -15,6 +15,7 @@ final class TrainKernels {
     /** The fatbin built from ipc/src/main/cuda/train_kernels.cu. */
     static final String RESOURCE = "/org/sparkccl/ipc/train/sparkccl_train.fatbin";
     private static final int TILE = 16;
+    /** Threads per block; train_batch_totals needs exactly its TOTALS_THREADS (256). */
     private static final int THREADS = 256;
 
     private final KernelModule module;

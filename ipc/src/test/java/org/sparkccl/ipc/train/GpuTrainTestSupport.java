@@ -40,13 +40,15 @@ final class GpuTrainTestSupport {
 
     /**
      * {@code ranks} threads, rank r on GPU r mod min(2, visible GPUs), each with a GPU communicator;
-     * returns their results by rank and checks afterwards that no device or pinned memory is left.
+     * returns their results by rank and checks afterwards that they left no device or pinned memory allocated.
      */
     static <T> List<T> runRanks(int ranks, RankBody<T> body) throws Exception {
         int gpus = Math.min(2, GpuSupport.deviceCount());
         if (ranks > gpus) {
             System.out.println("NOTE: " + gpus + " GPU(s) here for " + ranks + " ranks: rank r runs on GPU r mod " + gpus);
         }
+        long deviceBefore = DeviceBuffer.outstandingBytes();
+        long pinnedBefore = PinnedHostBuffer.outstandingBytes();
         ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, Duration.ofSeconds(60));
         ExecutorService pool = Executors.newFixedThreadPool(ranks);
         try {
@@ -77,15 +79,12 @@ final class GpuTrainTestSupport {
             if (first != null) {
                 throw first;
             }
-            assertNothingLeaked();
+            // Counted from this run's start, so that another test's leak is not blamed on this one.
+            assertEquals(deviceBefore, DeviceBuffer.outstandingBytes(), "device memory leaked");
+            assertEquals(pinnedBefore, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
             return results;
         } finally {
             pool.shutdownNow();
         }
-    }
-
-    static void assertNothingLeaked() {
-        assertEquals(0, DeviceBuffer.outstandingBytes(), "device memory leaked");
-        assertEquals(0, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
     }
 }
