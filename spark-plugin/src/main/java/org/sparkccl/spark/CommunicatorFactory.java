@@ -27,13 +27,13 @@ final class CommunicatorFactory {
     }
 
     /**
-     * Builds the communicator; {@code cancelled} (Spark's task-killed flag) is polled by the host
-     * engine's wait loop. The GPU engine has no such hook yet: there a killed task's collective ends
-     * at the peer check or the timeout (SPARKCCL_TIMEOUT_MS).
+     * Builds the communicator; {@code cancelled} (Spark's task-killed flag) is polled while a
+     * collective waits, by the host engine's wait loop and by the GPU engine's completion poll (which
+     * then asks the kernel to stop), so a killed task's peers fail at once instead of at the timeout.
      */
     static Communicator create(Engine engine, Bootstrap bootstrap, GpuBinding gpu, Params params, BooleanSupplier cancelled) {
         if (engine == Engine.GPU) {
-            return GpuCommunicators.create(bootstrap, gpu.ordinal(), params);
+            return GpuCommunicators.create(bootstrap, gpu.ordinal(), params, cancelled);
         }
         return Communicators.host(bootstrap, params, cancelled);
     }

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
@@ -74,6 +75,7 @@ public final class GpuCommunicator implements Communicator {
     private final CudaDevice device;
     private final CclLog log;
     private final Params params;
+    private final BooleanSupplier cancelled;
     private final String where;
     private final List<AutoCloseable> resources = new ArrayList<>();
     private final List<DeviceBuffer> stagingPool = new ArrayList<>();
@@ -99,7 +101,8 @@ public final class GpuCommunicator implements Communicator {
     private boolean closed;
     private String links = "";
 
-    private GpuCommunicator(int rank, int size, CudaDevice device, Params params) {
+    private GpuCommunicator(int rank, int size, CudaDevice device, Params params, BooleanSupplier cancelled) {
+        this.cancelled = cancelled;
         this.rank = rank;
         this.size = size;
         this.device = device;
@@ -109,9 +112,9 @@ public final class GpuCommunicator implements Communicator {
     }
 
     /** Builds the communicator: one {@code allGather} on the bootstrap, every rank together. */
-    static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params) {
+    static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params, BooleanSupplier cancelled) {
         CudaDevice device = CudaDevice.get(deviceOrdinal);
-        GpuCommunicator comm = new GpuCommunicator(bootstrap.rank(), bootstrap.size(), device, params);
+        GpuCommunicator comm = new GpuCommunicator(bootstrap.rank(), bootstrap.size(), device, params, cancelled);
         try {
             comm.connect(bootstrap);
             return comm;
@@ -468,6 +471,7 @@ public final class GpuCommunicator implements Communicator {
         int idles = 0;
         int deadPeer = -1;
         boolean hostTimedOut = false;
+        String stoppedBy = null;
         int seq = header.sequence;
         while (statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
             ++idles;
@@ -483,6 +487,17 @@ public final class GpuCommunicator implements Communicator {
             } else {
                 LockSupport.parkNanos(20_000);
             }
+            if (stoppedBy == null) {
+                // The kernel cannot be killed: it is asked to stop, raises every rank's abort word, and ends.
+                if (Thread.currentThread().isInterrupted()) {
+                    stoppedBy = "interrupted";
+                } else if (cancelled.getAsBoolean()) {
+                    stoppedBy = "cancelled (task killed)";
+                }
+                if (stoppedBy != null) {
+                    statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+                }
+            }
             long now = System.nanoTime();
             if (now - nextCheck > 0) {
                 nextCheck = now + PEER_CHECK_INTERVAL_NS;
@@ -497,6 +512,10 @@ public final class GpuCommunicator implements Communicator {
                     statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
                 }
             }
+        }
+        if (stoppedBy != null) {
+            brokenBy = "rank " + rank + " on " + device.where() + ": " + header.describe() + " " + stoppedBy;
+            throw new CclException(brokenBy + "; the other ranks stop with an abort");
         }
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
         if (code == DevCommLayout.CODE_OK && deadPeer < 0 && !hostTimedOut) {

@@ -1,5 +1,6 @@
 package org.sparkccl.ipc.gpu;
 
+import java.util.function.BooleanSupplier;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.GpuSupport;
@@ -15,8 +16,17 @@ public final class GpuCommunicators {
      * bootstrap. Throws with the reason where GPUs cannot be used ({@link GpuSupport#unavailableReason()}).
      */
     public static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params) {
+        return create(bootstrap, deviceOrdinal, params, () -> false);
+    }
+
+    /**
+     * As {@link #create(Bootstrap, int, Params)}; {@code cancelled} (Spark's task-killed flag) is polled
+     * while a collective runs: when it turns true the kernel is asked to stop, every rank's collective
+     * ends with an error instead of waiting for the timeout, and the communicator is unusable.
+     */
+    public static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params, BooleanSupplier cancelled) {
         GpuSupport.require();
-        return GpuCommunicator.create(bootstrap, deviceOrdinal, params);
+        return GpuCommunicator.create(bootstrap, deviceOrdinal, params, cancelled);
     }
 
     /** Null when GPUs can be used here, otherwise why not. */

@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.agrona.BufferUtil;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -212,5 +213,36 @@ class GpuCollectivesTest {
         String all = errors.get(0).getMessage() + " | " + errors.get(1).getMessage();
         assertTrue(all.contains("count 7") && all.contains("count 8"), all);
         assertNotNull(errors.get(0));
+    }
+
+    /**
+     * A killed task: rank 0 waits in a collective that rank 1 has not called yet; the killed flag ends
+     * rank 0's call (its kernel is asked to stop and raises the abort words), and rank 1's late call
+     * fails at once with the abort instead of waiting for the (long) timeout.
+     */
+    @Test
+    void aCancelledRankStopsItsKernelAndItsPeers() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CountDownLatch rank0Failed = new java.util.concurrent.CountDownLatch(1);
+        List<String> messages = Collections.synchronizedList(new ArrayList<>());
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params("SPARKCCL_TIMEOUT_MS", "120000"),
+                killed::get, comm -> {
+                    DeviceBuffer b = GpuTestSupport.Buffers.of().a;
+                    if (comm.rank() == 1) {
+                        Thread.sleep(300);
+                        killed.set(true);
+                        assertTrue(rank0Failed.await(60, TimeUnit.SECONDS), "rank 0 did not stop after the kill");
+                    }
+                    CclException e = assertThrows(CclException.class,
+                            () -> comm.allReduce(b.address(), b.address(), 1024, DataType.FLOAT32, ReduceOp.SUM));
+                    messages.add(comm.rank() + ": " + e.getMessage());
+                    if (comm.rank() == 0) {
+                        rank0Failed.countDown();
+                    }
+                });
+        String all = String.join(" | ", messages);
+        assertTrue(all.contains("0: ") && all.contains("cancelled (task killed)"), all);
+        assertTrue(all.contains("1: ") && all.contains("aborted because another rank failed"), all);
     }
 }

@@ -93,6 +93,12 @@ final class GpuTestSupport {
 
     /** {@code ranks} threads, rank r on GPU r mod gpus, each building a communicator and running {@code body}. */
     static void runRanks(int ranks, int gpus, Params params, RankBody body) throws Exception {
+        runRanks(ranks, gpus, params, () -> false, body);
+    }
+
+    /** As above; every rank's communicator polls {@code cancelled} (a Spark task's killed flag). */
+    static void runRanks(int ranks, int gpus, Params params, java.util.function.BooleanSupplier cancelled, RankBody body)
+            throws Exception {
         ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, java.time.Duration.ofSeconds(120));
         ExecutorService pool = Executors.newFixedThreadPool(ranks);
         try {
@@ -101,7 +107,7 @@ final class GpuTestSupport {
                 int rank = r;
                 futures.add(pool.submit(() -> {
                     ThreadGroupBootstrap bootstrap = group.member(rank);
-                    try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params)) {
+                    try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params, cancelled)) {
                         Buffers buffers = new Buffers(comm);
                         Buffers.CURRENT.set(buffers);
                         try {
