@@ -1,6 +1,8 @@
 package org.sparkccl.ipc.gpu;
 
 import java.security.SecureRandom;
+import java.util.HashMap;
+import java.util.Map;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.sparkccl.core.proto.SegmentLayout;
 import org.sparkccl.core.transport.ExposedRegion;
@@ -50,11 +52,23 @@ abstract class GpuWindow implements AutoCloseable {
         return b.byteArray();
     }
 
-    /** Device memory, exported through CUDA IPC (or its raw pointer, for peers in this process). */
+    /**
+     * Device memory, exported through CUDA IPC (or its raw pointer, for peers in this process).
+     *
+     * <p>A predecessor rank of this process writes into the window through the raw pointer (its
+     * kernel raises this rank's abort word even after this rank is done, when the predecessor fails
+     * later). So the memory is freed only when the owner and every such peer have let go of it:
+     * otherwise a late abort would write into whatever the allocator handed out next. (A peer process
+     * holds its own IPC mapping, which CUDA keeps valid until it is closed.)
+     */
     static final class Device extends GpuWindow {
+        private static final Map<Long, Device> IN_PROCESS = new HashMap<>();
+
         private final DeviceBuffer buffer;
         private final CudaDevice device;
         private final String where;
+        private int holders = 1; // guarded by IN_PROCESS
+        private boolean ownerClosed; // guarded by IN_PROCESS
 
         Device(CudaDevice device, long bytes, CudaStream stream, String owner) {
             super(bytes);
@@ -68,6 +82,40 @@ abstract class GpuWindow implements AutoCloseable {
             } catch (RuntimeException e) {
                 buffer.close();
                 throw e;
+            }
+            synchronized (IN_PROCESS) {
+                IN_PROCESS.put(buffer.address(), this);
+            }
+        }
+
+        /**
+         * The window of a rank of this process at {@code address}, held until the returned handle is
+         * closed; null when there is none (the owner already closed it, or the blob is stale).
+         */
+        static Runnable holdInProcess(long address, byte[] secret) {
+            synchronized (IN_PROCESS) {
+                Device window = IN_PROCESS.get(address);
+                if (window == null || !java.util.Arrays.equals(window.secret, secret)) {
+                    return null;
+                }
+                window.holders++;
+                boolean[] released = new boolean[1];
+                return () -> {
+                    synchronized (IN_PROCESS) {
+                        if (!released[0]) {
+                            released[0] = true;
+                            window.release();
+                        }
+                    }
+                };
+            }
+        }
+
+        // Called with IN_PROCESS held.
+        private void release() {
+            if (--holders == 0) {
+                IN_PROCESS.remove(buffer.address());
+                buffer.close();
             }
         }
 
@@ -86,7 +134,12 @@ abstract class GpuWindow implements AutoCloseable {
 
         @Override
         public void close() {
-            buffer.close();
+            synchronized (IN_PROCESS) {
+                if (!ownerClosed) {
+                    ownerClosed = true;
+                    release();
+                }
+            }
         }
     }
 

@@ -32,9 +32,19 @@ abstract class PeerWindow implements AutoCloseable {
             throw new IllegalStateException("rank " + blob.rank + " runs in this process on " + blob.deviceUuidString()
                     + ", which this thread cannot see");
         }
-        me.enablePeerAccess(peer);
         long address = blob.rawAddress;
-        probeDevice(address, blob, stream, where);
+        Runnable release = GpuWindow.Device.holdInProcess(address, blob.secret);
+        if (release == null) {
+            throw new IllegalStateException(where + ": rank " + blob.rank + "'s window at " + GpuWindow.hex(address)
+                    + " is not open in this process (already closed, or the connect blob is stale)");
+        }
+        try {
+            me.enablePeerAccess(peer);
+            probeDevice(address, blob, stream, where);
+        } catch (RuntimeException e) {
+            release.run();
+            throw e;
+        }
         return new PeerWindow() {
             @Override
             long kernelAddress() {
@@ -46,8 +56,10 @@ abstract class PeerWindow implements AutoCloseable {
                 return "P2P/direct";
             }
 
+            /** Lets go of the peer's window, which is freed once its owner has closed it too. */
             @Override
             public void close() {
+                release.run();
             }
         };
     }
