@@ -61,7 +61,7 @@ fi
 if [ "$what" = sweep ]; then
   # Channel counts for large messages, P2P and staged; the default is what the tuner picks.
   # (Each size's first call is checked against a float64 reference made in Java: big sizes cost seconds.)
-  for c in 16 24 32; do
+  for c in 32 48 64; do
     bench "p2p-ch$c" SPARKCCL_NCHANNELS=$c -- -b 64M -e 256M -f 4 -n 10 -w 3
   done
   for c in 4 8 16; do

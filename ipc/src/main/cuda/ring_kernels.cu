@@ -20,7 +20,7 @@
 #include <cuda_bf16.h>
 
 #define SCCL_STEPS 8
-#define SCCL_MAX_CHANNELS 32
+#define SCCL_MAX_CHANNELS 64
 #define SCCL_MAX_THREADS 512
 #define SCCL_UNROLL 4
 

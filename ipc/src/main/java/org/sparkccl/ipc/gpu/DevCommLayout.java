@@ -19,7 +19,7 @@ package org.sparkccl.ipc.gpu;
  * </pre>
  */
 final class DevCommLayout {
-    static final int MAX_CHANNELS = 32;
+    static final int MAX_CHANNELS = 64;
     static final int HEADER_BYTES = 128;
     static final int CHANNEL_BYTES = 128;
     static final int BYTES = HEADER_BYTES + MAX_CHANNELS * CHANNEL_BYTES;
