@@ -51,6 +51,66 @@ class ReductionTest {
         }
     }
 
+    /** Blocks of heap arrays (long float and double runs) give the scalar loop's bits, in place too, across block ends. */
+    @ParameterizedTest
+    @EnumSource(value = DataType.class, names = {"FLOAT32", "FLOAT64"})
+    void heapBlocksGiveTheScalarBitsAcrossBlockEnds(DataType type) {
+        int count = 2 * HeapBlocks.BLOCK_BYTES / type.size() + 13;
+        Random random = new Random(99);
+        long a = UnsafeApi.allocateMemory(count * 8L);
+        long b = UnsafeApi.allocateMemory(count * 8L);
+        long out = UnsafeApi.allocateMemory(count * 8L);
+        try {
+            for (ReduceOp op : ReduceOp.values()) {
+                for (long n : new long[] {Reduction.HEAP_BLOCK_MIN_ELEMENTS - 1, Reduction.HEAP_BLOCK_MIN_ELEMENTS, count}) {
+                    for (int i = 0; i < n; i++) {
+                        double x = i % 97 == 0 ? -0.0 : random.nextGaussian() * 1e3;
+                        double y = i % 89 == 0 ? 0.0 : i % 191 == 0 ? Double.NaN : random.nextGaussian() * 1e-3;
+                        if (type == DataType.FLOAT32) {
+                            UnsafeApi.putFloat(a + 4L * i, (float) x);
+                            UnsafeApi.putFloat(b + 4L * i, (float) y);
+                        } else {
+                            UnsafeApi.putDouble(a + 8L * i, x);
+                            UnsafeApi.putDouble(b + 8L * i, y);
+                        }
+                    }
+                    Reduction.reduce(type, op, a, b, out, n);
+                    for (int i = 0; i < n; i++) {
+                        long want;
+                        long got;
+                        if (type == DataType.FLOAT32) {
+                            float x = UnsafeApi.getFloat(a + 4L * i);
+                            float y = UnsafeApi.getFloat(b + 4L * i);
+                            float w = op == ReduceOp.PROD ? x * y : op == ReduceOp.MIN ? Math.min(x, y)
+                                    : op == ReduceOp.MAX ? Math.max(x, y) : x + y;
+                            want = Float.floatToRawIntBits(w);
+                            got = Float.floatToRawIntBits(UnsafeApi.getFloat(out + 4L * i));
+                        } else {
+                            double x = UnsafeApi.getDouble(a + 8L * i);
+                            double y = UnsafeApi.getDouble(b + 8L * i);
+                            double w = op == ReduceOp.PROD ? x * y : op == ReduceOp.MIN ? Math.min(x, y)
+                                    : op == ReduceOp.MAX ? Math.max(x, y) : x + y;
+                            want = Double.doubleToRawLongBits(w);
+                            got = Double.doubleToRawLongBits(UnsafeApi.getDouble(out + 8L * i));
+                        }
+                        assertEquals(want, got, type + " " + op + " count " + n + " element " + i);
+                    }
+                    Reduction.reduce(type, op, a, b, a, n); // in place
+                    for (int i = 0; i < n; i++) {
+                        int es = type.size();
+                        assertEquals(es == 4 ? UnsafeApi.getInt(out + 4L * i) : UnsafeApi.getLong(out + 8L * i),
+                                es == 4 ? UnsafeApi.getInt(a + 4L * i) : UnsafeApi.getLong(a + 8L * i),
+                                type + " " + op + " in place, element " + i);
+                    }
+                }
+            }
+        } finally {
+            UnsafeApi.freeMemory(a);
+            UnsafeApi.freeMemory(b);
+            UnsafeApi.freeMemory(out);
+        }
+    }
+
     private static double expected(ReduceOp op, double x, double y) {
         switch (op) {
             case PROD: return x * y;

@@ -1,0 +1,103 @@
+package org.sparkccl.core.reduce;
+
+import org.agrona.UnsafeApi;
+import org.sparkccl.core.ReduceOp;
+
+/**
+ * Float and double reductions through small heap arrays, one pair per thread: each block of both
+ * operands is copied in (bulk copies run at cache speed), combined by a plain array loop that C2
+ * turns into SIMD instructions, and copied out. Element by element the arithmetic is the scalar
+ * loop's (IEEE add, multiply, Math.min and Math.max), so results are bit for bit the same.
+ */
+final class HeapBlocks {
+    /** Bytes per block: 4 KB measured best (4, 16, 32 KB tried, 256 KB float32 sum); both blocks stay in L1. */
+    static final int BLOCK_BYTES = 4 << 10;
+    private static final long FLOAT_BASE = UnsafeApi.arrayBaseOffset(float[].class);
+    private static final long DOUBLE_BASE = UnsafeApi.arrayBaseOffset(double[].class);
+    private static final ThreadLocal<HeapBlocks> PER_THREAD = ThreadLocal.withInitial(HeapBlocks::new);
+
+    private final float[] fa = new float[BLOCK_BYTES / 4];
+    private final float[] fb = new float[BLOCK_BYTES / 4];
+    private final double[] da = new double[BLOCK_BYTES / 8];
+    private final double[] db = new double[BLOCK_BYTES / 8];
+
+    static HeapBlocks forThread() {
+        return PER_THREAD.get();
+    }
+
+    /** {@code out[i] = a[i] op b[i]} for float32; {@code out} may be {@code a} or {@code b}. */
+    void reduceFloat(ReduceOp op, long a, long b, long out, long count) {
+        float[] x = fa;
+        float[] y = fb;
+        for (long done = 0; done < count; done += x.length) {
+            int n = (int) Math.min(x.length, count - done);
+            long off = done << 2;
+            long bytes = (long) n << 2;
+            UnsafeApi.copyMemory(null, a + off, x, FLOAT_BASE, bytes);
+            UnsafeApi.copyMemory(null, b + off, y, FLOAT_BASE, bytes);
+            switch (op) {
+                case SUM:
+                case AVG:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = x[i] + y[i];
+                    }
+                    break;
+                case PROD:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = x[i] * y[i];
+                    }
+                    break;
+                case MIN:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = Math.min(x[i], y[i]);
+                    }
+                    break;
+                case MAX:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = Math.max(x[i], y[i]);
+                    }
+                    break;
+                default: throw new IllegalArgumentException("unsupported op " + op);
+            }
+            UnsafeApi.copyMemory(x, FLOAT_BASE, null, out + off, bytes);
+        }
+    }
+
+    /** {@code out[i] = a[i] op b[i]} for float64; {@code out} may be {@code a} or {@code b}. */
+    void reduceDouble(ReduceOp op, long a, long b, long out, long count) {
+        double[] x = da;
+        double[] y = db;
+        for (long done = 0; done < count; done += x.length) {
+            int n = (int) Math.min(x.length, count - done);
+            long off = done << 3;
+            long bytes = (long) n << 3;
+            UnsafeApi.copyMemory(null, a + off, x, DOUBLE_BASE, bytes);
+            UnsafeApi.copyMemory(null, b + off, y, DOUBLE_BASE, bytes);
+            switch (op) {
+                case SUM:
+                case AVG:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = x[i] + y[i];
+                    }
+                    break;
+                case PROD:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = x[i] * y[i];
+                    }
+                    break;
+                case MIN:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = Math.min(x[i], y[i]);
+                    }
+                    break;
+                case MAX:
+                    for (int i = 0; i < n; i++) {
+                        x[i] = Math.max(x[i], y[i]);
+                    }
+                    break;
+                default: throw new IllegalArgumentException("unsupported op " + op);
+            }
+            UnsafeApi.copyMemory(x, DOUBLE_BASE, null, out + off, bytes);
+        }
+    }
+}
