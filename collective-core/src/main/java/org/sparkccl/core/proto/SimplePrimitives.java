@@ -12,6 +12,8 @@ import org.sparkccl.core.reduce.Reduction;
  * over memory per hop.
  */
 public final class SimplePrimitives implements Primitives {
+    /** Reduce-then-copy granularity inside a slot; a multiple of every element size. */
+    private static final int COPY_BLOCK_BYTES = 16 << 10;
     private final Connection c;
     private final int slotBytes;
     private final long recvBase;
@@ -70,9 +72,21 @@ public final class SimplePrimitives implements Primitives {
     public void recvReduceCopySend(long src, long dst, long bytes, boolean finish) {
         for (long done = 0; done < bytes; done += slotBytes) {
             int n = piece(bytes, done);
-            reduceInto(src + done, dst + done, n, finish);
+            long in = acquireRecvSlot();
             long out = acquireSendSlot();
-            UnsafeApi.copyMemory(dst + done, out, n);
+            int es = type.size();
+            // Block by block, so that each block is copied to the successor while it is still in L1
+            // rather than read back from L2 after the whole slot was reduced.
+            for (int at = 0; at < n; at += COPY_BLOCK_BYTES) {
+                int m = Math.min(COPY_BLOCK_BYTES, n - at);
+                long d = dst + done + at;
+                Reduction.reduce(type, op, in + at, src + done + at, d, m / es);
+                if (finish && op == ReduceOp.AVG) {
+                    Reduction.divide(type, d, m / es, nranks);
+                }
+                UnsafeApi.copyMemory(d, out + at, m);
+            }
+            releaseRecv();
             publishSend();
         }
     }
