@@ -24,7 +24,7 @@ public final class Tuner {
 
     private final Protocol forced;
     private final long llThreshold;
-    private final String algo;
+    private final boolean oneShotForced;
     private final long oneShotThreshold;
     private final int channels;
 
@@ -33,7 +33,8 @@ public final class Tuner {
         this.forced = "auto".equalsIgnoreCase(proto.trim()) ? null : Protocol.fromName(proto);
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_CPU_LL_THRESHOLD : t;
-        this.algo = params.get(Params.ALGO);
+        String algo = params.get(Params.ALGO);
+        this.oneShotForced = "OneShot".equals(algo);
         long o = params.get(Params.ONESHOT_THRESHOLD);
         this.oneShotThreshold = "Ring".equals(algo) ? 0 : o < 0 ? DEFAULT_ONESHOT_THRESHOLD : o;
         this.channels = channels;
@@ -56,7 +57,7 @@ public final class Tuner {
      * protocol would be LL (one-shot is an LL exchange) or one-shot is forced with ALGO=OneShot.
      */
     public boolean oneShotAllReduce(long bytes) {
-        return oneShotThreshold > 0 && bytes <= oneShotThreshold && ("OneShot".equals(algo) || protocol(bytes) == Protocol.LL);
+        return oneShotThreshold > 0 && bytes <= oneShotThreshold && (oneShotForced || protocol(bytes) == Protocol.LL);
     }
 
     /** Channels that carry a message of {@code bytes}: 1 for small ones, up to all for large ones. */
@@ -68,7 +69,7 @@ public final class Tuner {
     public String describe() {
         return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, Simple above)" : forced.displayName())
                 + ", all-reduce " + (oneShotThreshold == 0 ? "ring" : "one-shot up to " + oneShotThreshold + " bytes"
-                + ("OneShot".equals(algo) ? " (forced)" : forced == Protocol.SIMPLE ? " (never: protocol Simple)" : "")
+                + (oneShotForced ? " (forced)" : forced == Protocol.SIMPLE ? " (never: protocol Simple)" : "")
                 + ", ring above") + ", " + channels + " channel(s)";
     }
 }

@@ -26,6 +26,7 @@ public final class WaitLoop {
     private final BooleanSupplier cancelled;
     private long deadlineNs;
     private long nextFailureCheckNs;
+    private boolean clockStarted;
     private int idles;
     /** Names the collective in errors; its toString() runs only when an error is built. */
     private Object collective = "";
@@ -51,9 +52,9 @@ public final class WaitLoop {
      * failure checks while it waits (e.g. for peers that run a different call); null for none.
      */
     public void startCollective(Object description, FailureCheck check) {
-        long now = System.nanoTime();
-        deadlineNs = now + timeoutNs;
-        nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+        // The clock starts at the first check (after CHECK_EVERY_IDLES idles, microseconds in), not
+        // here: a small collective that never waits long then never reads the clock at all.
+        clockStarted = false;
         collective = description;
         collectiveCheck = check;
     }
@@ -76,6 +77,11 @@ public final class WaitLoop {
 
     private void checks(int peer, long step, String waitingFor) {
         long now = System.nanoTime();
+        if (!clockStarted) {
+            clockStarted = true;
+            deadlineNs = now + timeoutNs;
+            nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+        }
         if (now - deadlineNs > 0) {
             throw new CclTimeoutException("rank " + rank + ": " + collective + " timed out after "
                     + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms waiting for " + waitingFor + " from rank " + peer
