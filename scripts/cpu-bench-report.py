@@ -175,6 +175,8 @@ def main():
         lat = parse_nccl_table(read(os.path.join(out, f"mpi-np{np}-lat.txt")))
         ours_text = read(os.path.join(out, f"ours-np{np}.txt"))
         ours = parse_nccl_table(ours_text) or parse_ours_csv(read(os.path.join(out, f"ours-np{np}.csv")))
+        # Our latency from the run with OpenMPI's latency iteration counts, where it ran.
+        ours_lat = parse_nccl_table(read(os.path.join(out, f"ours-np{np}-lat.txt"))) or ours
         p(f"## {np} ranks")
         p()
         p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | memcpy 1T | memcpy 2T total |")
@@ -191,25 +193,26 @@ def main():
             m2 = memcpy2.get(size, (None, None))[1]
             p(f"| {human(size)} | {mb:.2f} | {fmt(ob)} | {fmt(ratio)} | {fmt(m1)} | {fmt(m2)} |")
         p()
-        p(f"Latency (small sizes; OpenMPI from a separate run with {LAT_NOTE}):")
+        p(f"Latency (small sizes; OpenMPI{' and ours' if ours_lat is not ours else ''} from a separate run with {LAT_NOTE}):")
         p()
         p("| size | OpenMPI time (us) | ours time (us) | ours / OpenMPI |")
         p("|---:|---:|---:|---:|")
         for size in sorted(lat):
             mt = lat[size][0]
-            ot = ours[size][0] if size in ours else None
+            ot = ours_lat[size][0] if size in ours_lat else None
             p(f"| {human(size)} | {mt:.2f} | {fmt(ot)} | {fmt(ot / mt if ot is not None else None)} |")
         p()
         p("Commands:")
         p()
-        for name in (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}"):
-            p(f"    {cmd(out, name)}")
+        for name in (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}", f"ours-np{np}-lat"):
+            if read(os.path.join(out, f"{name}.cmd")) is not None:
+                p(f"    {cmd(out, name)}")
         p()
         if ours:
             summary.append(f"{np} ranks: busbw >= 2x OpenMPI at {met} of {total} sizes >= 1 MB")
-            if np == 2 and 1024 in ours and 1024 in lat:
-                ok = ours[1024][0] <= lat[1024][0]
-                summary.append(f"2 ranks, 1 KB latency: ours {ours[1024][0]:.2f} us, OpenMPI "
+            if np == 2 and 1024 in ours_lat and 1024 in lat:
+                ok = ours_lat[1024][0] <= lat[1024][0]
+                summary.append(f"2 ranks, 1 KB latency: ours {ours_lat[1024][0]:.2f} us, OpenMPI "
                                f"{lat[1024][0]:.2f} us: {'met' if ok else 'NOT met'}")
         else:
             summary.append(f"{np} ranks: ours pending (bin/allreduce-perf did not run)")
