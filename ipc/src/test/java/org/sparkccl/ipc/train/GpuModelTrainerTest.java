@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
@@ -276,5 +277,68 @@ class GpuModelTrainerTest {
                     net, steps, worst);
         }
         assertTrue(far.isEmpty(), net + " with " + opt.kind() + ":\n" + String.join("\n", far));
+    }
+
+    /**
+     * A checkpoint of the GPU path is {@link GpuModelTrainer#store} of weights and slots; resuming is
+     * {@link GpuModelTrainer#load} into a fresh trainer. Three steps, store, a new trainer, three more
+     * must end bit for bit where six uninterrupted steps end (the kernels are deterministic).
+     */
+    @Test
+    void storeThenLoadContinuesExactly() throws Exception {
+        GpuTrainTestSupport.assumeGpu();
+        GpuNetwork net = GpuNetwork.mlp(12, 8, 5);
+        int p = net.parameterCount();
+        Random random = new Random(10);
+        int rows = 90;
+        int batch = 32;
+        float[] x = TrainReference.gaussian(random, rows * net.inputs(), 1.0);
+        int[] labels = TrainReference.labels(random, rows, net.classes());
+        float[] initial = TrainReference.gaussian(random, p, 0.3);
+        int[][] batches = new int[6][batch];
+        for (int[] b : batches) {
+            for (int i = 0; i < batch; i++) {
+                b[i] = random.nextInt(rows);
+            }
+        }
+        List<float[]> got = GpuTrainTestSupport.runRanks(1, (comm, bootstrap) -> {
+            int device = comm.device().ordinal();
+            float[] straight = new float[p];
+            try (GpuModelTrainer trainer = GpuModelTrainer.open(comm, device, net, ADAM, x, labels, batch)) {
+                trainer.load(initial, new float[][] {new float[p], new float[p]});
+                for (int s = 0; s < 6; s++) {
+                    trainer.step(batches[s], batch, batch, s + 1);
+                }
+                trainer.store(straight, null);
+            }
+            float[] w = new float[p];
+            float[][] slots = {new float[p], new float[p]};
+            try (GpuModelTrainer first = GpuModelTrainer.open(comm, device, net, ADAM, x, labels, batch)) {
+                first.load(initial, new float[][] {new float[p], new float[p]});
+                for (int s = 0; s < 3; s++) {
+                    first.step(batches[s], batch, batch, s + 1);
+                }
+                first.store(w, slots);
+            }
+            float[] resumed = new float[p];
+            try (GpuModelTrainer second = GpuModelTrainer.open(comm, device, net, ADAM, x, labels, batch)) {
+                second.load(w, slots);
+                for (int s = 3; s < 6; s++) {
+                    second.step(batches[s], batch, batch, s + 1);
+                }
+                second.store(resumed, null);
+            }
+            assertTrue(!Arrays.equals(initial, straight), "six steps changed the weights");
+            return concat(straight, resumed);
+        });
+        float[] both = got.get(0);
+        assertArrayEquals(Arrays.copyOfRange(both, 0, p), Arrays.copyOfRange(both, p, 2 * p),
+                "resumed weights must equal the uninterrupted run's");
+    }
+
+    private static float[] concat(float[] a, float[] b) {
+        float[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 }
