@@ -227,7 +227,8 @@ public final class CollectiveMatrixRank {
         System.out.println("CASE " + key + " wrong=" + result.wrong() + " crc=" + crc);
     }
 
-    private static String crc(ByteBuffer buffer, long bytes) {
+    /** CRC32C of the first {@code bytes} of {@code buffer}, in hex: what the tests compare across ranks. */
+    static String crc(ByteBuffer buffer, long bytes) {
         CRC32C crc = new CRC32C();
         ByteBuffer view = buffer.duplicate();
         view.clear().limit((int) bytes);

@@ -3,7 +3,6 @@ package org.sparkccl.ipc.multiprocess;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Map;
-import java.util.zip.CRC32C;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
@@ -66,7 +65,7 @@ public final class OneShotRank {
                                 }
                                 wrongTotal += result.wrong();
                                 System.out.println("CASE " + key + " wrong=" + result.wrong() + " crc="
-                                        + crc(recvBuffer, count * type.size()));
+                                        + CollectiveMatrixRank.crc(recvBuffer, count * type.size()));
                             }
                         }
                     }
@@ -122,13 +121,5 @@ public final class OneShotRank {
 
     private static int value(int rank, int call, int i) {
         return rank * 1_000_003 + call * 7919 + i * 31;
-    }
-
-    private static String crc(ByteBuffer buffer, long bytes) {
-        CRC32C crc = new CRC32C();
-        ByteBuffer view = buffer.duplicate();
-        view.clear().limit((int) bytes);
-        crc.update(view);
-        return Long.toHexString(crc.getValue());
     }
 }
