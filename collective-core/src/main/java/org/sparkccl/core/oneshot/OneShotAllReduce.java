@@ -5,29 +5,28 @@ import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.proto.CollectiveHeader;
-import org.sparkccl.core.proto.LlLayout;
 import org.sparkccl.core.proto.OneShotLayout;
 import org.sparkccl.core.reduce.Reduction;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**
  * All-reduce of small messages in one exchange: each rank writes its collective header and its whole
- * input as LL words into a slot of its own segment ({@link OneShotLayout}), then reads every peer's
- * slot and reduces all n inputs itself, in rank order 0, 1, ..., n-1, so that every rank computes
- * the same operations on the same values and ends with the same bits. The ring needs a header
- * exchange and 2(n-1) dependent steps; this needs one, at the price of every rank reading all
- * n-1 peers' inputs, which is cheap only while messages are small.
+ * input into a slot of its own segment and publishes it with one flag ({@link OneShotLayout}), then
+ * reads every peer's slot and reduces all n inputs itself, in rank order 0, 1, ..., n-1, so that
+ * every rank computes the same operations on the same values and ends with the same bits. The ring
+ * needs a header exchange and 2(n-1) dependent steps; this needs one, at the price of every rank
+ * reading all n-1 peers' inputs, which is cheap only while messages are small.
  *
  * <p><b>Why two slots, used in turn, are safe to overwrite.</b> Rank r writes slot u % 2 in its
  * one-shot call u and writes it again only in call u + 2. Every rank makes the same one-shot calls
  * in the same order (the tuner decides from the call alone, and a call that differs fails at the
- * header check). Before r can start call u + 2 it must finish call u + 1, which means reading every
- * peer p's call-(u + 1) words; p writes those only after it has returned from call u, that is after
- * its last read of r's call-u slot (program order, and the release stores of p's words order its
- * earlier reads before them; r's acquire loads of those words order its later writes after them).
- * So no peer can still be reading slot u % 2 when r overwrites it: a rank is at most one one-shot
- * call ahead of any peer. The flags are the calls' sequence numbers, so a reader never takes the
- * previous use's words (or zeroed memory) for the current ones.
+ * header check). Before r can start call u + 2 it must finish call u + 1, which means acquiring
+ * every peer p's call-(u + 1) flag; p releases that flag only after it has returned from call u,
+ * that is after its last read of r's call-u slot (program order, and the release store orders p's
+ * earlier reads before it; r's acquire orders its later writes after it). So no peer can still be
+ * reading slot u % 2 when r overwrites it: a rank is at most one one-shot call ahead of any peer.
+ * The flag is the call's sequence number, so a reader never takes the previous use (or zeroed
+ * memory) for the current one.
  *
  * <p>Not thread safe: the communicator's calling thread runs it.
  */
@@ -38,9 +37,6 @@ public final class OneShotAllReduce implements AutoCloseable {
     /** Address of each rank's one-shot area (this rank's own included), as mapped in this process. */
     private final long[] areas;
     private final WaitLoop wait;
-    private final long scratch;
-    private final long mineHeader;
-    private final long theirHeader;
     private long uses;
 
     public OneShotAllReduce(int rank, int size, OneShotLayout layout, long[] areas, WaitLoop wait) {
@@ -49,9 +45,6 @@ public final class OneShotAllReduce implements AutoCloseable {
         this.layout = layout;
         this.areas = areas.clone();
         this.wait = wait;
-        this.scratch = UnsafeApi.allocateMemory(Math.max(8, layout.slotDataBytes()));
-        this.mineHeader = UnsafeApi.allocateMemory(2L * CollectiveHeader.BYTES);
-        this.theirHeader = mineHeader + CollectiveHeader.BYTES;
     }
 
     /** Largest message, in bytes, that fits one slot. */
@@ -75,25 +68,22 @@ public final class OneShotAllReduce implements AutoCloseable {
         int slot = layout.slotOffset(uses++);
         int flag = mine.sequence;
         long own = areas[rank] + slot;
-        mine.write(mineHeader);
-        pack(mineHeader, own, CollectiveHeader.BYTES, flag);
-        pack(send, own + OneShotLayout.HEADER_WIRE_BYTES, bytes, flag);
+        mine.write(own + OneShotLayout.HEADER_OFFSET);
+        if (bytes > 0) {
+            UnsafeApi.copyMemory(send, own + OneShotLayout.DATA_OFFSET, bytes);
+        }
+        UnsafeApi.putIntRelease(null, own + OneShotLayout.FLAG_OFFSET, flag); // publishes header and data
 
         for (int p = 0; p < size; p++) {
             long src;
             if (p == rank) {
-                if (send != recv || p == 0) {
-                    src = send;
-                } else {
-                    // In place: peer 0's input has replaced ours in recv, but ours is in our slot.
-                    unpack(own + OneShotLayout.HEADER_WIRE_BYTES, scratch, bytes, flag, p);
-                    src = scratch;
-                }
+                // In place, peer 0's input has replaced ours in recv by now, but ours is in our slot.
+                src = send != recv || p == 0 ? send : own + OneShotLayout.DATA_OFFSET;
             } else {
                 long peerSlot = areas[p] + slot;
-                checkHeader(mine, peerSlot, p);
-                src = p == 0 ? recv : scratch;
-                unpack(peerSlot + OneShotLayout.HEADER_WIRE_BYTES, src, bytes, flag, p);
+                awaitFlag(peerSlot + OneShotLayout.FLAG_OFFSET, flag, p);
+                checkHeader(mine, own + OneShotLayout.HEADER_OFFSET, peerSlot + OneShotLayout.HEADER_OFFSET, p);
+                src = peerSlot + OneShotLayout.DATA_OFFSET;
             }
             if (p == 0) {
                 if (src != recv && bytes > 0) {
@@ -110,29 +100,23 @@ public final class OneShotAllReduce implements AutoCloseable {
 
     /**
      * For mismatch diagnosis while some other wait is stuck: copies into {@code into} the header that
-     * {@code peer} wrote for call {@code sequence} in either of its slots, if it did; never waits.
+     * {@code peer} published for call {@code sequence} in either of its slots, if it did; never waits.
      */
     public boolean peekHeader(int peer, int sequence, long into) {
         for (int use = 0; use < OneShotLayout.SLOTS; use++) {
             long at = areas[peer] + layout.slotOffset(use);
-            boolean whole = true;
-            for (int i = 0; i < OneShotLayout.HEADER_WORDS && whole; i++) {
-                long w = UnsafeApi.getLongAcquire(null, at + ((long) i << 3));
-                whole = LlLayout.flag(w) == sequence;
-                UnsafeApi.putInt(into + ((long) i << 2), LlLayout.data(w));
-            }
-            if (whole) {
+            if (UnsafeApi.getIntAcquire(null, at + OneShotLayout.FLAG_OFFSET) == sequence) {
+                UnsafeApi.copyMemory(at + OneShotLayout.HEADER_OFFSET, into, CollectiveHeader.BYTES);
                 return true;
             }
         }
         return false;
     }
 
-    private void checkHeader(CollectiveHeader mine, long peerSlot, int peer) {
-        unpack(peerSlot, theirHeader, CollectiveHeader.BYTES, mine.sequence, peer);
+    private void checkHeader(CollectiveHeader mine, long mineAt, long theirsAt, int peer) {
         for (int i = 0; i < CollectiveHeader.BYTES; i += 4) {
-            if (UnsafeApi.getInt(theirHeader + i) != UnsafeApi.getInt(mineHeader + i)) {
-                CollectiveHeader theirs = CollectiveHeader.read(theirHeader);
+            if (UnsafeApi.getInt(theirsAt + i) != UnsafeApi.getInt(mineAt + i)) {
+                CollectiveHeader theirs = CollectiveHeader.read(theirsAt);
                 throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
                         + " but rank " + peer + " called " + (theirs == null ? "something unreadable" : theirs.describe())
                         + "; every rank must make the same collective calls, in the same order, with the same count,"
@@ -141,59 +125,17 @@ public final class OneShotAllReduce implements AutoCloseable {
         }
     }
 
-    /** Writes {@code bytes} at {@code src} as LL words carrying {@code flag} (the last word zero-padded). */
-    private static void pack(long src, long dst, long bytes, int flag) {
-        long flagBits = (long) flag << 32;
-        long whole = bytes >>> 2;
-        for (long i = 0; i < whole; i++) {
-            UnsafeApi.putLongRelease(null, dst + (i << 3), (UnsafeApi.getInt(src + (i << 2)) & 0xffffffffL) | flagBits);
+    private void awaitFlag(long address, int flag, int peer) {
+        if (UnsafeApi.getIntAcquire(null, address) != flag) {
+            do {
+                wait.idle(peer, flag, "one-shot data");
+            } while (UnsafeApi.getIntAcquire(null, address) != flag);
+            wait.done();
         }
-        int tail = (int) (bytes & 3);
-        if (tail != 0) {
-            int data = 0;
-            for (int b = 0; b < tail; b++) {
-                data |= (UnsafeApi.getByte(src + (whole << 2) + b) & 0xff) << (8 * b);
-            }
-            UnsafeApi.putLongRelease(null, dst + (whole << 3), (data & 0xffffffffL) | flagBits);
-        }
-    }
-
-    /** Reads {@code bytes} of payload from LL words at {@code src} into {@code dst}, waiting for each word's flag. */
-    private void unpack(long src, long dst, long bytes, int flag, int peer) {
-        long whole = bytes >>> 2;
-        for (long i = 0; i < whole; i++) {
-            long w = UnsafeApi.getLongAcquire(null, src + (i << 3));
-            if (LlLayout.flag(w) != flag) {
-                w = await(src + (i << 3), flag, peer);
-            }
-            UnsafeApi.putInt(dst + (i << 2), LlLayout.data(w));
-        }
-        int tail = (int) (bytes & 3);
-        if (tail != 0) {
-            long w = UnsafeApi.getLongAcquire(null, src + (whole << 3));
-            if (LlLayout.flag(w) != flag) {
-                w = await(src + (whole << 3), flag, peer);
-            }
-            int data = LlLayout.data(w);
-            for (int b = 0; b < tail; b++) {
-                UnsafeApi.putByte(dst + (whole << 2) + b, (byte) (data >>> (8 * b)));
-            }
-        }
-    }
-
-    private long await(long address, int flag, int peer) {
-        long w;
-        do {
-            wait.idle(peer, flag, "one-shot data");
-            w = UnsafeApi.getLongAcquire(null, address);
-        } while (LlLayout.flag(w) != flag);
-        wait.done();
-        return w;
     }
 
     @Override
     public void close() {
-        UnsafeApi.freeMemory(scratch);
-        UnsafeApi.freeMemory(mineHeader);
+        // Nothing of its own: the slots belong to the segments.
     }
 }

@@ -2,27 +2,31 @@ package org.sparkccl.core.proto;
 
 /**
  * The one-shot all-reduce area of a rank's segment ({@link SegmentLayout}): two slots, used in turn
- * (one-shot call u uses slot u % 2). The owner writes its whole input into a slot as LL words, the
- * collective header first, and every peer reads it from there.
+ * (one-shot call u uses slot u % 2). The owner writes the collective header and its whole input
+ * into a slot as plain bytes, then publishes the slot by a release store of the call's sequence
+ * number into the slot's flag; every peer acquires the flag, then reads header and data in place.
  *
  * <pre>
- *  slot 0                                                  slot 1
- *  +------------------------+--------------------------+   +-----...
- *  | header: 8 LL words     | data: LL words, 4 B each |   |
- *  | (CollectiveHeader)     | of payload               |   |
- *  +------------------------+--------------------------+   +-----...
- *  every word's flag is the collective's sequence number
+ *  slot 0 (a multiple of 4096 bytes)                          slot 1
+ *  +------------+------------------+--------+-------------+   +-----...
+ *  | flag (int) | header (32 B,    |  pad   | data        |   |
+ *  | own line   | CollectiveHeader)|        | (raw bytes) |   |
+ *  +------------+------------------+--------+-------------+   +-----...
+ *  0            64                 96       128
  * </pre>
  *
- * The flag is the sequence number of the call, which every collective advances, so a slot's
- * content from its previous use (an earlier call) never looks current, and zeroed memory never
- * does either (sequence numbers start at 1). Why two slots are enough: see
+ * The flag is the sequence number of the call, which every collective advances, so a slot's flag
+ * from its previous use never looks current, and zeroed memory never does either (sequence numbers
+ * start at 1). Raw data with one flag, rather than LL words with a flag in every word, halves the
+ * bytes that cross between cores and lets readers reduce straight from the slot; measured faster
+ * from 2 KB up (see docs/perf/cpu-allreduce.md). Why two slots are enough: see
  * {@code org.sparkccl.core.oneshot.OneShotAllReduce}.
  */
 public final class OneShotLayout {
     public static final int SLOTS = 2;
-    public static final int HEADER_WORDS = CollectiveHeader.BYTES / LlLayout.DATA_BYTES_PER_WORD;
-    public static final int HEADER_WIRE_BYTES = HEADER_WORDS * LlLayout.WORD_BYTES;
+    public static final int FLAG_OFFSET = 0;
+    public static final int HEADER_OFFSET = 64;
+    public static final int DATA_OFFSET = 128;
 
     private final int slotDataBytes;
     private final int slotBytes;
@@ -33,8 +37,8 @@ public final class OneShotLayout {
             throw new IllegalArgumentException("one-shot slot of " + slotDataBytes + " bytes is out of range");
         }
         this.slotDataBytes = (int) slotDataBytes;
-        long wire = slotDataBytes == 0 ? 0 : HEADER_WIRE_BYTES + LlLayout.wireBytes(slotDataBytes);
-        this.slotBytes = (int) ((wire + 4095) / 4096 * 4096);
+        long bytes = slotDataBytes == 0 ? 0 : DATA_OFFSET + slotDataBytes;
+        this.slotBytes = (int) ((bytes + 4095) / 4096 * 4096);
     }
 
     /** Payload bytes one slot carries. */
@@ -42,7 +46,7 @@ public final class OneShotLayout {
         return slotDataBytes;
     }
 
-    /** Offset of slot {@code use % SLOTS} from the start of the area; its data words start HEADER_WIRE_BYTES later. */
+    /** Offset of slot {@code use % SLOTS} from the start of the area. */
     public int slotOffset(long use) {
         return (int) (use & 1) * slotBytes;
     }

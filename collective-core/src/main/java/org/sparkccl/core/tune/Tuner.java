@@ -54,7 +54,8 @@ public final class Tuner {
 
     /**
      * Whether an all-reduce of {@code bytes} runs one-shot: up to the one-shot threshold, when the
-     * protocol would be LL (one-shot is an LL exchange) or one-shot is forced with ALGO=OneShot.
+     * protocol would be LL (the small-message regime; forcing Simple pins the ring) or one-shot is forced
+     * with ALGO=OneShot.
      */
     public boolean oneShotAllReduce(long bytes) {
         return oneShotThreshold > 0 && bytes <= oneShotThreshold && (oneShotForced || protocol(bytes) == Protocol.LL);

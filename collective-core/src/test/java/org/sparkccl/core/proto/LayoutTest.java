@@ -64,9 +64,11 @@ class LayoutTest {
         assertEquals(s.oneShotOffset() + (long) o.totalBytes(), s.totalBytes());
         assertEquals(0, o.slotOffset(0));
         assertEquals(o.slotOffset(0), o.slotOffset(2), "use 2 reuses slot 0");
-        assertTrue(o.slotOffset(1) >= OneShotLayout.HEADER_WIRE_BYTES + LlLayout.wireBytes(1000));
+        assertTrue(o.slotOffset(1) >= OneShotLayout.DATA_OFFSET + 1000);
         assertEquals(2L * o.slotOffset(1), o.totalBytes());
-        assertEquals(64, OneShotLayout.HEADER_WIRE_BYTES, "the 32-byte header as LL words");
+        assertTrue(OneShotLayout.HEADER_OFFSET - OneShotLayout.FLAG_OFFSET >= 64, "the flag has a cache line of its own");
+        assertTrue(OneShotLayout.DATA_OFFSET - OneShotLayout.HEADER_OFFSET >= CollectiveHeader.BYTES);
+        assertEquals(0, OneShotLayout.DATA_OFFSET % 64, "data starts on a cache line");
         assertEquals(0, new OneShotLayout(0).totalBytes());
         assertEquals(new SegmentLayout(c, 2).totalBytes() + o.totalBytes(), s.totalBytes());
     }

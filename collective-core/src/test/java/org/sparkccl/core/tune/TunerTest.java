@@ -34,7 +34,7 @@ class TunerTest {
         assertFalse(tuner(Map.of("SPARKCCL_ONESHOT_THRESHOLD", "0")).oneShotAllReduce(0));
         assertTrue(tuner(Map.of("SPARKCCL_ONESHOT_THRESHOLD", "1K")).oneShotAllReduce(1024));
         assertFalse(tuner(Map.of("SPARKCCL_ONESHOT_THRESHOLD", "1K")).oneShotAllReduce(1025));
-        // One-shot is an LL exchange: forcing Simple keeps small messages on the ring, unless one-shot is forced too.
+        // Forcing a protocol pins the ring (so tests can run it at small sizes), unless one-shot is forced too.
         assertFalse(tuner(Map.of("SPARKCCL_PROTO", "Simple")).oneShotAllReduce(1024));
         assertTrue(tuner(Map.of("SPARKCCL_PROTO", "Simple", "SPARKCCL_ALGO", "OneShot")).oneShotAllReduce(1024));
         // Forced one-shot still stops where its slots end.
