@@ -1,6 +1,12 @@
 package org.sparkccl.core;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +44,47 @@ public final class ThreadGroupBootstrap implements Bootstrap {
         public ThreadGroupBootstrap member(int rank) {
             return new ThreadGroupBootstrap(this, rank);
         }
+
+        /**
+         * Runs {@code task} once per rank, each on a thread of its own with its member of this group,
+         * and returns the results in rank order. Waits at most {@code wait} for each rank (null: no
+         * limit). When ranks fail, throws the first rank's exception with the others suppressed.
+         */
+        public <T> List<T> run(RankTask<T> task, Duration wait) throws Exception {
+            ExecutorService pool = Executors.newFixedThreadPool(size);
+            try {
+                List<Future<T>> futures = new ArrayList<>();
+                for (int r = 0; r < size; r++) {
+                    ThreadGroupBootstrap member = member(r);
+                    futures.add(pool.submit(() -> task.run(member)));
+                }
+                List<T> results = new ArrayList<>();
+                Exception first = null;
+                for (Future<T> f : futures) {
+                    try {
+                        results.add(wait == null ? f.get() : f.get(wait.toMillis(), TimeUnit.MILLISECONDS));
+                    } catch (ExecutionException e) {
+                        Exception cause = e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+                        if (first == null) {
+                            first = cause;
+                        } else {
+                            first.addSuppressed(cause);
+                        }
+                    }
+                }
+                if (first != null) {
+                    throw first;
+                }
+                return results;
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    /** What one rank's thread does in {@link Group#run}. */
+    public interface RankTask<T> {
+        T run(ThreadGroupBootstrap bootstrap) throws Exception;
     }
 
     private ThreadGroupBootstrap(Group group, int rank) {

@@ -1,11 +1,6 @@
 package org.sparkccl.core;
 
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 
@@ -16,25 +11,11 @@ final class ThreadRanks {
     }
 
     static void run(int n, Params params, Body body) throws Exception {
-        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(n, java.time.Duration.ofSeconds(60));
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                futures.add(pool.submit(() -> {
-                    try (Communicator comm = HostCommunicator.create(group.member(rank),
-                            List.of(new LocalMemoryTransport()), params)) {
-                        body.run(comm);
-                    }
-                    return null;
-                }));
+        new ThreadGroupBootstrap.Group(n, java.time.Duration.ofSeconds(60)).run(bootstrap -> {
+            try (Communicator comm = HostCommunicator.create(bootstrap, List.of(new LocalMemoryTransport()), params)) {
+                body.run(comm);
             }
-            for (Future<?> f : futures) {
-                f.get(120, TimeUnit.SECONDS);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+            return null;
+        }, java.time.Duration.ofSeconds(120));
     }
 }

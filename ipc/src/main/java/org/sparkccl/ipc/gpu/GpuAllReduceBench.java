@@ -5,9 +5,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.ThreadGroupBootstrap;
@@ -98,20 +95,10 @@ public final class GpuAllReduceBench {
             return RankLauncher.of(ranks, GpuAllReduceBench.class.getName()).args(rawArgs)
                     .timeout(Duration.ofMinutes(9)).run().exitStatus();
         }
-        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks);
-        ExecutorService pool = Executors.newFixedThreadPool(ranks);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int r = 0; r < ranks; r++) {
-            int rank = r;
-            futures.add(pool.submit(() -> {
-                rank(group.member(rank), rank % g);
-                return null;
-            }));
-        }
-        for (Future<?> f : futures) {
-            f.get();
-        }
-        pool.shutdown();
+        new ThreadGroupBootstrap.Group(ranks).run(bootstrap -> {
+            rank(bootstrap, bootstrap.rank() % g);
+            return null;
+        }, null);
         return 0;
     }
 

@@ -1,13 +1,9 @@
 package org.sparkccl.ipc.train;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
@@ -119,19 +115,8 @@ public final class GpuTrainBench {
                 + " %d timed steps after %d warm-up%n", net, opt.kind(), ranks, Math.min(ranks, gpus), gpus, rows, batch,
                 steps, warmup);
 
-        ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, Duration.ofSeconds(120));
-        ExecutorService pool = Executors.newFixedThreadPool(ranks);
-        List<Future<RankTimes>> futures = new ArrayList<>();
-        for (int r = 0; r < ranks; r++) {
-            int rank = r;
-            futures.add(pool.submit(() -> trainRank(group.member(rank), rank % gpus, net, opt, x, labels, initial,
-                    batches)));
-        }
-        List<RankTimes> times = new ArrayList<>();
-        for (Future<RankTimes> f : futures) {
-            times.add(f.get());
-        }
-        pool.shutdown();
+        List<RankTimes> times = new ThreadGroupBootstrap.Group(ranks, Duration.ofSeconds(120)).run(
+                bootstrap -> trainRank(bootstrap, bootstrap.rank() % gpus, net, opt, x, labels, initial, batches), null);
         RankTimes t = times.get(0);
         long slowestWall = times.stream().mapToLong(RankTimes::wallNs).max().orElse(1);
         System.out.printf(Locale.ROOT, "samples/s %.0f   ms/step %.3f (rank 0: gradient %.3f, all-reduce %.3f, update %.3f)"

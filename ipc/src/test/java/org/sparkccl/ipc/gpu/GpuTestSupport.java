@@ -1,14 +1,8 @@
 package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.agrona.BufferUtil;
 import org.junit.jupiter.api.Assumptions;
 import org.sparkccl.core.DataType;
@@ -100,46 +94,21 @@ final class GpuTestSupport {
     static void runRanks(int ranks, int gpus, Params params, java.util.function.BooleanSupplier cancelled, RankBody body)
             throws Exception {
         ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, java.time.Duration.ofSeconds(120));
-        ExecutorService pool = Executors.newFixedThreadPool(ranks);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                int rank = r;
-                futures.add(pool.submit(() -> {
-                    ThreadGroupBootstrap bootstrap = group.member(rank);
-                    try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params, cancelled)) {
-                        Buffers buffers = new Buffers(comm);
-                        Buffers.CURRENT.set(buffers);
-                        try {
-                            body.run(comm);
-                        } finally {
-                            Buffers.CURRENT.remove();
-                            bootstrap.barrier(); // every rank is done with its collectives before memory is freed
-                            buffers.close();
-                        }
-                    }
-                    return null;
-                }));
-            }
-            Exception first = null;
-            for (Future<?> f : futures) {
+        group.run(bootstrap -> {
+            int rank = bootstrap.rank();
+            try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params, cancelled)) {
+                Buffers buffers = new Buffers(comm);
+                Buffers.CURRENT.set(buffers);
                 try {
-                    f.get(10, TimeUnit.MINUTES);
-                } catch (ExecutionException e) {
-                    Exception cause = e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
-                    if (first == null) {
-                        first = cause;
-                    } else {
-                        first.addSuppressed(cause);
-                    }
+                    body.run(comm);
+                } finally {
+                    Buffers.CURRENT.remove();
+                    bootstrap.barrier(); // every rank is done with its collectives before memory is freed
+                    buffers.close();
                 }
             }
-            if (first != null) {
-                throw first;
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+            return null;
+        }, java.time.Duration.ofMinutes(10));
         assertNothingLeaked();
     }
 

@@ -3,13 +3,7 @@ package org.sparkccl.ipc.train;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.param.Params;
@@ -50,41 +44,14 @@ final class GpuTrainTestSupport {
         long deviceBefore = DeviceBuffer.outstandingBytes();
         long pinnedBefore = PinnedHostBuffer.outstandingBytes();
         ThreadGroupBootstrap.Group group = new ThreadGroupBootstrap.Group(ranks, Duration.ofSeconds(60));
-        ExecutorService pool = Executors.newFixedThreadPool(ranks);
-        try {
-            List<Future<T>> futures = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                int rank = r;
-                futures.add(pool.submit(() -> {
-                    ThreadGroupBootstrap bootstrap = group.member(rank);
-                    try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, Params.fromEnvironment())) {
-                        return body.run(comm, bootstrap);
-                    }
-                }));
+        List<T> results = group.run(bootstrap -> {
+            try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, bootstrap.rank() % gpus, Params.fromEnvironment())) {
+                return body.run(comm, bootstrap);
             }
-            List<T> results = new ArrayList<>();
-            Exception first = null;
-            for (Future<T> f : futures) {
-                try {
-                    results.add(f.get(2, TimeUnit.MINUTES));
-                } catch (ExecutionException e) {
-                    Exception cause = e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
-                    if (first == null) {
-                        first = cause;
-                    } else {
-                        first.addSuppressed(cause);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
-            // Counted from this run's start, so that another test's leak is not blamed on this one.
-            assertEquals(deviceBefore, DeviceBuffer.outstandingBytes(), "device memory leaked");
-            assertEquals(pinnedBefore, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
-            return results;
-        } finally {
-            pool.shutdownNow();
-        }
+        }, Duration.ofMinutes(2));
+        // Counted from this run's start, so that another test's leak is not blamed on this one.
+        assertEquals(deviceBefore, DeviceBuffer.outstandingBytes(), "device memory leaked");
+        assertEquals(pinnedBefore, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
+        return results;
     }
 }
