@@ -129,25 +129,27 @@ public final class ReferenceCheck {
         long wrong = 0;
         String firstWrong = null;
         boolean floating = type.isFloatingPoint();
+        // The expected value is put in words only for the first wrong element: formatting it for
+        // every element made the check allocate tens of MB per benchmark row, and the garbage
+        // collections it caused stalled the next timed loop of allreduce-perf.
         for (long i = 0; i < count; i++) {
             long gotBits = getBits(address + i * es);
-            boolean ok;
-            String want;
             if (floating) {
                 double[] ref = floatReference(first + i);
-                double got = toDouble(gotBits);
-                ok = Math.abs(got - ref[0]) <= ref[1];
-                want = ref[0] + " +- " + ref[1];
+                if (!(Math.abs(toDouble(gotBits) - ref[0]) <= ref[1])) { // NaN is wrong too
+                    if (wrong == 0) {
+                        firstWrong = describe(first + i, gotBits, ref[0] + " +- " + ref[1]);
+                    }
+                    wrong++;
+                }
             } else {
                 long ref = intReference(first + i);
-                ok = ref == toLong(gotBits);
-                want = Long.toString(ref);
-            }
-            if (!ok) {
-                if (wrong == 0) {
-                    firstWrong = describe(first + i, gotBits, want);
+                if (ref != toLong(gotBits)) {
+                    if (wrong == 0) {
+                        firstWrong = describe(first + i, gotBits, Long.toString(ref));
+                    }
+                    wrong++;
                 }
-                wrong++;
             }
         }
         return new Result(wrong, firstWrong);

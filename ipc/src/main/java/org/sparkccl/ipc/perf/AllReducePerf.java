@@ -373,6 +373,10 @@ public final class AllReducePerf implements Callable<Integer> {
             int n = comm.size();
             memory.fill(new ReferenceCheck(type, reduceOp, n, ReferenceCheck.seed(SEED, type, reduceOp, count, inPlace, "timed")),
                     comm.rank(), src, count);
+            // Collect the previous row's garbage (checks, fills) now, on every rank before the
+            // barrier: a young collection inside the timed loop stalls one rank for 10-50 ms (seen
+            // with JFR) and the others wait, which for a few-microsecond call is the whole average.
+            System.gc();
             comm.barrier();
             long start = System.nanoTime();
             for (int i = 0; i < iters; i++) {
