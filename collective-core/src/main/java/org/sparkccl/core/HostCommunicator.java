@@ -604,9 +604,6 @@ public final class HostCommunicator implements Communicator {
                 ch.close();
             }
         }
-        if (oneShot != null) {
-            oneShot.close();
-        }
         crossCheck.close();
         RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>(resources);

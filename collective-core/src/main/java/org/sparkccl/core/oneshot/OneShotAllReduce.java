@@ -30,7 +30,7 @@ import org.sparkccl.core.wait.WaitLoop;
  *
  * <p>Not thread safe: the communicator's calling thread runs it.
  */
-public final class OneShotAllReduce implements AutoCloseable {
+public final class OneShotAllReduce {
     private final int rank;
     private final int size;
     private final OneShotLayout layout;
@@ -45,11 +45,6 @@ public final class OneShotAllReduce implements AutoCloseable {
         this.layout = layout;
         this.areas = areas.clone();
         this.wait = wait;
-    }
-
-    /** Largest message, in bytes, that fits one slot. */
-    public long capacityBytes() {
-        return layout.slotDataBytes();
     }
 
     /**
@@ -132,10 +127,5 @@ public final class OneShotAllReduce implements AutoCloseable {
             } while (UnsafeApi.getIntAcquire(null, address) != flag);
             wait.done();
         }
-    }
-
-    @Override
-    public void close() {
-        // Nothing of its own: the slots belong to the segments.
     }
 }
