@@ -235,7 +235,7 @@ public final class GpuCommunicator implements Communicator {
         for (int r = 0; r < size; r++) {
             int on = 0;
             for (int q = 0; q < size; q++) {
-                if (java.util.Arrays.equals(gpus[q].uuid, gpus[r].uuid)) {
+                if (gpus[q].sameGpu(gpus[r])) {
                     on++;
                 }
             }
@@ -252,7 +252,7 @@ public final class GpuCommunicator implements Communicator {
     private void warnAboutSharedQueues(GpuRankInfo[] gpus) {
         int sharing = 0;
         for (int r = 0; r < size; r++) {
-            if (infos[r].sameProcess(infos[rank]) && java.util.Arrays.equals(gpus[r].uuid, gpus[rank].uuid)) {
+            if (infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank])) {
                 sharing++;
             }
         }

@@ -36,6 +36,11 @@ public final class GpuRankInfo {
         this.reachable = new ArrayList<>(reachable);
     }
 
+    /** True when both ranks run on the same physical GPU (same UUID, whatever each process numbers it). */
+    public boolean sameGpu(GpuRankInfo other) {
+        return Arrays.equals(uuid, other.uuid);
+    }
+
     public boolean canReach(byte[] otherUuid) {
         if (Arrays.equals(uuid, otherUuid)) {
             return true;
