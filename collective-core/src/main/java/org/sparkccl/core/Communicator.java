@@ -40,6 +40,17 @@ public interface Communicator extends AutoCloseable {
     /** Scratch memory of this communicator's kind, for the array overloads. */
     StagingBuffer allocateStaging(long bytes);
 
+    /**
+     * Collective (every rank calls it, in the same order among the collectives): allocates
+     * {@code bytes} (may differ between ranks) of memory that every peer maps. All-reduces whose
+     * send and receive buffers lie in such memory on every rank may then read the peers' buffers in
+     * place (see {@link SharedBuffer}). A rank that cannot allocate makes it fail on every rank.
+     */
+    default SharedBuffer allocateShared(long bytes) {
+        throw new UnsupportedOperationException("rank " + rank() + ": " + getClass().getSimpleName()
+                + " cannot allocate shared buffers; use the host communicator, or allocateStaging for plain memory");
+    }
+
     @Override
     void close();
 

@@ -20,6 +20,8 @@ import org.sparkccl.core.proto.ChannelLayout;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
 import org.sparkccl.core.proto.Connection;
+import org.sparkccl.core.direct.DirectAllReduce;
+import org.sparkccl.core.direct.SharedBufferRegistry;
 import org.sparkccl.core.oneshot.OneShotAllReduce;
 import org.sparkccl.core.proto.LlPrimitives;
 import org.sparkccl.core.proto.OneShotLayout;
@@ -59,6 +61,8 @@ public final class HostCommunicator implements Communicator {
     private Channel[] channels = new Channel[0];
     private ExecutorService channelThreads;
     private OneShotAllReduce oneShot;
+    private DirectAllReduce direct;
+    private SharedBufferRegistry registry;
     private final AlgorithmCrossCheck crossCheck = new AlgorithmCrossCheck();
     private int sequence;
     private String brokenBy;
@@ -129,11 +133,11 @@ public final class HostCommunicator implements Communicator {
         int nch = params.get(Params.NCHANNELS) > 0 ? params.get(Params.NCHANNELS) : 1;
         SegmentLayout layout = new SegmentLayout(
                 new ChannelLayout(params.get(Params.LL_BUFFSIZE), params.get(Params.BUFFSIZE)), nch,
-                new OneShotLayout(tuner.oneShotSlotBytes()));
+                new OneShotLayout(tuner.oneShotSlotBytes()), true);
         RankInfo me = RankInfo.local(rank, size);
-        MemoryTransport exposing = null;
+        MemoryTransport exposing = size > 1 || transports.stream().anyMatch(t -> t.unavailableReason() == null)
+                ? chooseExposingTransport(transports) : null;
         if (size > 1) {
-            exposing = chooseExposingTransport(transports);
             own = exposing.expose(layout.totalBytes(), "rank " + rank);
             AtomicBuffer control = own.buffer();
             control.putLong(SegmentLayout.MAGIC_OFFSET, SegmentLayout.MAGIC);
@@ -149,6 +153,10 @@ public final class HostCommunicator implements Communicator {
         }
 
         byte[][] gathered = bootstrap.allGather(me.encode());
+        if (size == 1 && exposing != null) {
+            registry = new SharedBufferRegistry(rank, size, exposing, new MemoryTransport[] {exposing},
+                    new RankInfo[] {me}, log);
+        }
         if (size == 1) {
             log.info(Subsys.INIT, "single rank: collectives are local copies");
             return;
@@ -228,6 +236,12 @@ public final class HostCommunicator implements Communicator {
             }
             oneShot = new OneShotAllReduce(rank, size, layout.oneShot(), areas, channels[0].wait);
         }
+        registry = new SharedBufferRegistry(rank, size, exposing, peerTransports, infos, log);
+        long[] directAreas = new long[size];
+        for (int p = 0; p < size; p++) {
+            directAreas[p] = regions[p].buffer().addressOffset() + layout.directOffset();
+        }
+        direct = new DirectAllReduce(rank, size, directAreas, registry, channels[0].wait);
         if (nch > 1) {
             channelThreads = Executors.newFixedThreadPool(nch - 1, r -> {
                 Thread t = new Thread(r, "sparkccl-rank" + rank + "-channel");
@@ -275,6 +289,7 @@ public final class HostCommunicator implements Communicator {
             out.writeInt(layout.channel().llSlotBytes());
             out.writeInt(layout.channel().simpleSlotBytes());
             out.writeInt(layout.oneShot().slotDataBytes());
+            out.writeBoolean(layout.direct());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -304,7 +319,16 @@ public final class HostCommunicator implements Communicator {
             copyIfApart(send, recv, count * es);
             return;
         }
-        if (oneShot != null && tuner.oneShotAllReduce(count * es)) {
+        long bytes = count * es;
+        if (direct != null && tuner.directAllReduce(bytes)) {
+            int sendReg = registry.find(send, bytes);
+            int recvReg = sendReg < 0 || send == recv ? sendReg : registry.find(recv, bytes);
+            if (recvReg >= 0) {
+                runDirect(send, sendReg, recv, recvReg, count, type, op);
+                return;
+            }
+        }
+        if (oneShot != null && tuner.oneShotAllReduce(bytes)) {
             runOneShot(send, recv, count, type, op);
             return;
         }
@@ -379,6 +403,72 @@ public final class HostCommunicator implements Communicator {
         return new HostStagingBuffer(bytes);
     }
 
+    @Override
+    public SharedBuffer allocateShared(long bytes) {
+        ensureUsable();
+        if (registry == null) {
+            throw new CclException("rank " + rank + ": no transport can share memory here, so there are no shared"
+                    + " buffers; use allocateStaging");
+        }
+        try {
+            return registry.allocate(bytes, new SharedBufferRegistry.Exchange() {
+                @Override
+                public byte[][] allGather(byte[] record) {
+                    return gatherRecords(record);
+                }
+
+                @Override
+                public void barrier() {
+                    HostCommunicator.this.barrier();
+                }
+            });
+        } catch (RuntimeException e) {
+            // A rank that fails after the exchange (opening a peer's memory) would leave the others
+            // waiting in the barrier: the abort ends their wait with this error.
+            abort(e);
+            throw e;
+        }
+    }
+
+    /** Bytes of this rank's shared buffers ({@link #allocateShared}) that are not closed yet. */
+    public long sharedBytes() {
+        return registry == null ? 0 : registry.openBytes();
+    }
+
+    /** Every rank's fixed-size {@code record}, in rank order, through this communicator's allGather. */
+    private byte[][] gatherRecords(byte[] record) {
+        int n = record.length;
+        try (HostStagingBuffer in = new HostStagingBuffer(n); HostStagingBuffer out = new HostStagingBuffer((long) n * size)) {
+            in.copyIn(record, n);
+            allGather(in.address(), out.address(), n, DataType.UINT8);
+            byte[] all = new byte[n * size];
+            out.copyOut(all, all.length);
+            byte[][] records = new byte[size][];
+            for (int r = 0; r < size; r++) {
+                records[r] = java.util.Arrays.copyOfRange(all, r * n, (r + 1) * n);
+            }
+            return records;
+        }
+    }
+
+    /** Reads the peers' shared buffers in place: see {@link DirectAllReduce}. */
+    private void runDirect(long send, int sendReg, long recv, int recvReg, long count, DataType type, ReduceOp op) {
+        ensureUsable();
+        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, Protocol.SIMPLE, 0, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s direct on shared buffers", mine.describe());
+        }
+        WaitLoop wait = channels[0].wait;
+        crossCheck.start(mine, Algorithm.DIRECT);
+        wait.startCollective(mine, crossCheck);
+        try {
+            direct.allReduce(mine, send, sendReg, recv, recvReg);
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
     /** One exchange instead of a header and a ring: see {@link OneShotAllReduce}. */
     private void runOneShot(long send, long recv, long count, DataType type, ReduceOp op) {
         ensureUsable();
@@ -387,7 +477,7 @@ public final class HostCommunicator implements Communicator {
             log.info(Subsys.COLL, "%s one-shot", mine.describe());
         }
         WaitLoop wait = channels[0].wait;
-        crossCheck.start(mine, true);
+        crossCheck.start(mine, Algorithm.ONE_SHOT);
         wait.startCollective(mine, crossCheck);
         try {
             oneShot.allReduce(mine, send, recv);
@@ -397,47 +487,63 @@ public final class HostCommunicator implements Communicator {
         }
     }
 
+    /** Where an all-reduce's header goes, by algorithm: what {@link AlgorithmCrossCheck} looks at. */
+    private enum Algorithm {
+        RING("as a ring"), ONE_SHOT("one-shot"), DIRECT("direct on shared buffers");
+
+        final String how;
+
+        Algorithm(String how) {
+            this.how = how;
+        }
+    }
+
     /**
-     * The two algorithms check headers in different places (one-shot: every peer's slot; ring: the
-     * predecessor's LL slot), so ranks that run the same call with different algorithms (a count on
-     * either side of the threshold, or settings that differ) would each wait where the other never
-     * writes. While channel 0 waits, this looks where the other algorithm's header would be and fails
-     * with both calls named if a peer is there with this call's sequence number.
+     * The algorithms check headers in different places (one-shot: every peer's slot; direct: every
+     * peer's direct area; ring: the predecessor's LL slot), so ranks that run the same call with
+     * different algorithms (a count on either side of a threshold, buffers shared on one rank and
+     * not on another, or settings that differ) would each wait where the other never writes. While
+     * channel 0 waits, this looks where the other algorithms' headers would be and fails with both
+     * calls named if a peer is there with this call's sequence number.
      */
     private final class AlgorithmCrossCheck implements FailureCheck {
         private final long scratch = UnsafeApi.allocateMemory(CollectiveHeader.BYTES);
         private CollectiveHeader mine;
-        private boolean mineOneShot;
+        private Algorithm mineAlgorithm;
 
-        void start(CollectiveHeader header, boolean oneShotCall) {
+        void start(CollectiveHeader header, Algorithm algorithm) {
             this.mine = header;
-            this.mineOneShot = oneShotCall;
+            this.mineAlgorithm = algorithm;
         }
 
         @Override
         public void check(int awaitedPeer, long step, String waitingFor) {
-            if (mineOneShot) {
-                if (channels[0].ll.peekHeader(scratch)) {
-                    fail((rank + size - 1) % size, "as a ring");
+            if (mineAlgorithm != Algorithm.RING && channels[0].ll.peekHeader(scratch)) {
+                fail((rank + size - 1) % size, Algorithm.RING);
+            }
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    continue;
                 }
-            } else if (oneShot != null) {
-                for (int p = 0; p < size; p++) {
-                    if (p != rank && oneShot.peekHeader(p, mine.sequence, scratch)) {
-                        fail(p, "one-shot");
-                    }
+                if (mineAlgorithm != Algorithm.ONE_SHOT && oneShot != null && oneShot.peekHeader(p, mine.sequence, scratch)) {
+                    fail(p, Algorithm.ONE_SHOT);
+                }
+                if (mineAlgorithm != Algorithm.DIRECT && direct != null && direct.peekHeader(p, mine.sequence, scratch)) {
+                    fail(p, Algorithm.DIRECT);
                 }
             }
         }
 
-        private void fail(int peer, String how) {
+        private void fail(int peer, Algorithm theirAlgorithm) {
             CollectiveHeader theirs = CollectiveHeader.read(scratch);
             if (theirs == null || theirs.sequence != mine.sequence) {
                 return; // an older call's leftovers: not this call
             }
             throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
-                    + (mineOneShot ? " one-shot" : " as a ring") + " but rank " + peer + " called " + theirs.describe()
-                    + " " + how + "; every rank must make the same collective calls, in the same order, with the same"
-                    + " count, type and op, and the same SPARKCCL_ALGO and SPARKCCL_ONESHOT_THRESHOLD");
+                    + " " + mineAlgorithm.how + " but rank " + peer + " called " + theirs.describe()
+                    + " " + theirAlgorithm.how + "; every rank must make the same collective calls, in the same order,"
+                    + " with the same count, type and op, with buffers from allocateShared on every rank or on none,"
+                    + " and the same SPARKCCL_ALGO, SPARKCCL_ONESHOT_THRESHOLD and SPARKCCL_DIRECT_THRESHOLD");
         }
 
         void close() {
@@ -506,7 +612,7 @@ public final class HostCommunicator implements Communicator {
     private void runChannel(int c, int active, CollectiveHeader mine, ChannelWork work) {
         Channel ch = channels[c];
         if (c == 0) {
-            crossCheck.start(mine, false);
+            crossCheck.start(mine, Algorithm.RING);
             ch.wait.startCollective(mine, crossCheck);
         } else {
             ch.wait.startCollective(mine);
@@ -605,8 +711,15 @@ public final class HostCommunicator implements Communicator {
             }
         }
         crossCheck.close();
+        if (direct != null) {
+            direct.close();
+        }
         RuntimeException first = null;
-        List<AutoCloseable> all = new ArrayList<>(resources);
+        List<AutoCloseable> all = new ArrayList<>();
+        if (registry != null) {
+            all.add(registry::closeAll);
+        }
+        all.addAll(resources);
         if (own != null) {
             all.add(own);
         }

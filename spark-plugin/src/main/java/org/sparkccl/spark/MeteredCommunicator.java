@@ -4,6 +4,7 @@ import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.StagingBuffer;
 
 /**
@@ -76,6 +77,11 @@ final class MeteredCommunicator implements Communicator {
     @Override
     public StagingBuffer allocateStaging(long bytes) {
         return inner.allocateStaging(bytes);
+    }
+
+    @Override
+    public SharedBuffer allocateShared(long bytes) {
+        return inner.allocateShared(bytes);
     }
 
     @Override

@@ -6,6 +6,7 @@ import org.sparkccl.core.DataType;
 import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.reduce.HalfFloats;
+import org.sparkccl.core.reduce.Reduction;
 
 /**
  * Random inputs for a collective and the reference its result must match, as nccl-tests checks
@@ -102,6 +103,23 @@ public final class ReferenceCheck {
         int es = type.size();
         for (long i = 0; i < count; i++) {
             putBits(address + i * es, inputBits(rank, first + i));
+        }
+    }
+
+    /**
+     * Writes to {@code out} the reduction of every rank's input elements {@code [0, count)} folded in
+     * rank order in the element type, ((in_0 op in_1) op in_2) ..., then divided for avg: the exact
+     * bits an all-reduce that reduces in rank order must produce. {@code scratch} holds {@code count}
+     * elements.
+     */
+    public void foldInRankOrder(long out, long scratch, long count) {
+        fillInput(0, out, 0, count);
+        for (int r = 1; r < ranks; r++) {
+            fillInput(r, scratch, 0, count);
+            Reduction.reduce(type, op, out, scratch, out, count);
+        }
+        if (op == ReduceOp.AVG) {
+            Reduction.divide(type, out, count, ranks);
         }
     }
 

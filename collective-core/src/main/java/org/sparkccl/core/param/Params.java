@@ -23,8 +23,11 @@ public final class Params {
             s -> s.toUpperCase(Locale.ROOT));
     public static final Param<String> ALGO = define("ALGO", "auto",
             "all-reduce algorithm: Ring, OneShot (every rank reads every input and reduces it itself, up to"
-                    + " ONESHOT_THRESHOLD bytes) or auto (one-shot for small LL messages, ring above)",
-            s -> oneOfIgnoringCase(s, "auto", "Ring", "OneShot"));
+                    + " ONESHOT_THRESHOLD bytes), Direct (buffers from allocateShared on every rank: each rank reduces"
+                    + " its slice straight from the peers' buffers, at every size; other buffers as auto) or auto"
+                    + " (one-shot for small LL messages, direct for shared buffers from DIRECT_THRESHOLD on, ring"
+                    + " otherwise)",
+            s -> oneOfIgnoringCase(s, "auto", "Ring", "OneShot", "Direct"));
     public static final Param<String> PROTO = define("PROTO", "auto",
             "protocol: LL, Simple or auto (the tuner chooses by size)", s -> s);
     public static final Param<String> TOPO_FILE = define("TOPO_FILE", "",
@@ -47,6 +50,9 @@ public final class Params {
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,
             "all-reduce size in bytes up to which the tuner picks the one-shot algorithm (and the size of its"
                     + " slots); -1 uses the measured default, 0 turns one-shot off", Params::parseSize);
+    public static final Param<Long> DIRECT_THRESHOLD = define("DIRECT_THRESHOLD", -1L,
+            "all-reduce size in bytes from which the tuner picks the direct algorithm for buffers that lie in"
+                    + " shared buffers (allocateShared) on every rank; -1 uses the measured default", Params::parseSize);
     public static final Param<Long> LL_THRESHOLD = define("LL_THRESHOLD", -1L,
             "message size in bytes up to which the tuner picks LL; -1 uses the measured default", Params::parseSize);
 

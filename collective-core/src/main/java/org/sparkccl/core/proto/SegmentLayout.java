@@ -15,6 +15,7 @@ package org.sparkccl.core.proto;
  *  offset 136   message        UTF-8, at most MESSAGE_MAX bytes
  *  offset 4096  channel 0 receive side, then channel 1, ...
  *  after them   the one-shot all-reduce slots ({@link OneShotLayout}), if any
+ *  after them   the direct all-reduce area ({@link DirectLayout}), if any
  * </pre>
  */
 public final class SegmentLayout {
@@ -38,16 +39,18 @@ public final class SegmentLayout {
     private final ChannelLayout channel;
     private final int channels;
     private final OneShotLayout oneShot;
+    private final boolean direct;
 
-    /** Channels only, no one-shot area. */
+    /** Channels only, no one-shot or direct area. */
     public SegmentLayout(ChannelLayout channel, int channels) {
-        this(channel, channels, new OneShotLayout(0));
+        this(channel, channels, new OneShotLayout(0), false);
     }
 
-    public SegmentLayout(ChannelLayout channel, int channels, OneShotLayout oneShot) {
+    public SegmentLayout(ChannelLayout channel, int channels, OneShotLayout oneShot, boolean direct) {
         this.channel = channel;
         this.channels = channels;
         this.oneShot = oneShot;
+        this.direct = direct;
     }
 
     public ChannelLayout channel() {
@@ -71,7 +74,17 @@ public final class SegmentLayout {
         return channelOffset(channels);
     }
 
+    /** Whether the segment ends with a direct all-reduce area. */
+    public boolean direct() {
+        return direct;
+    }
+
+    /** Where the direct all-reduce area starts, right after the one-shot area. */
+    public long directOffset() {
+        return oneShotOffset() + (long) oneShot.totalBytes();
+    }
+
     public long totalBytes() {
-        return CONTROL_BYTES + (long) channels * channel.channelBytes() + oneShot.totalBytes();
+        return directOffset() + (direct ? DirectLayout.BYTES : 0);
     }
 }

@@ -6,7 +6,8 @@ import org.sparkccl.core.proto.Protocol;
 /**
  * Picks the algorithm, protocol and number of active channels for one collective, from its size
  * alone, so that every rank decides the same. {@code SPARKCCL_ALGO}, {@code SPARKCCL_PROTO},
- * {@code SPARKCCL_LL_THRESHOLD} and {@code SPARKCCL_ONESHOT_THRESHOLD} override.
+ * {@code SPARKCCL_LL_THRESHOLD}, {@code SPARKCCL_ONESHOT_THRESHOLD} and
+ * {@code SPARKCCL_DIRECT_THRESHOLD} override.
  */
 public final class Tuner {
     /**
@@ -19,6 +20,11 @@ public final class Tuner {
      * rather than as a ring (a header exchange and 2(n-1) dependent steps).
      */
     public static final long DEFAULT_ONESHOT_THRESHOLD = 64L << 10;
+    /**
+     * From this many bytes on, an all-reduce of shared buffers (allocateShared on every rank) runs
+     * direct rather than one-shot or as a ring.
+     */
+    public static final long DEFAULT_DIRECT_THRESHOLD = (64L << 10) + 1;
     /** A channel is worth its thread only with at least this much data. */
     public static final long MIN_BYTES_PER_CHANNEL = 512L << 10;
 
@@ -26,6 +32,8 @@ public final class Tuner {
     private final long llThreshold;
     private final boolean oneShotForced;
     private final long oneShotThreshold;
+    /** Shared buffers of at least this many bytes run direct; Long.MAX_VALUE: never. */
+    private final long directThreshold;
     private final int channels;
 
     public Tuner(Params params, int channels) {
@@ -37,6 +45,9 @@ public final class Tuner {
         this.oneShotForced = "OneShot".equals(algo);
         long o = params.get(Params.ONESHOT_THRESHOLD);
         this.oneShotThreshold = "Ring".equals(algo) ? 0 : o < 0 ? DEFAULT_ONESHOT_THRESHOLD : o;
+        long d = params.get(Params.DIRECT_THRESHOLD);
+        this.directThreshold = "Direct".equals(algo) ? 0 : !"auto".equals(algo) ? Long.MAX_VALUE
+                : d < 0 ? DEFAULT_DIRECT_THRESHOLD : d;
         this.channels = channels;
     }
 
@@ -61,6 +72,14 @@ public final class Tuner {
         return oneShotThreshold > 0 && bytes <= oneShotThreshold && (oneShotForced || protocol(bytes) == Protocol.LL);
     }
 
+    /**
+     * Whether an all-reduce of {@code bytes} runs direct when its buffers are shared buffers on this
+     * rank (every rank must find the same; a rank that does not fails the call on every rank).
+     */
+    public boolean directAllReduce(long bytes) {
+        return bytes >= directThreshold;
+    }
+
     /** Channels that carry a message of {@code bytes}: 1 for small ones, up to all for large ones. */
     public int activeChannels(long bytes) {
         long byData = Math.max(1, bytes / MIN_BYTES_PER_CHANNEL);
@@ -71,6 +90,7 @@ public final class Tuner {
         return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, Simple above)" : forced.displayName())
                 + ", all-reduce " + (oneShotThreshold == 0 ? "ring" : "one-shot up to " + oneShotThreshold + " bytes"
                 + (oneShotForced ? " (forced)" : forced == Protocol.SIMPLE ? " (never: protocol Simple)" : "")
-                + ", ring above") + ", " + channels + " channel(s)";
+                + ", ring above") + ", shared buffers " + (directThreshold == Long.MAX_VALUE ? "as any other"
+                : "direct from " + directThreshold + " bytes") + ", " + channels + " channel(s)";
     }
 }

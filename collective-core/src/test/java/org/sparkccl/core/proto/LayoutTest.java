@@ -59,7 +59,7 @@ class LayoutTest {
     void oneShotSlotsFollowTheChannelsAndHoldHeaderAndData() {
         ChannelLayout c = new ChannelLayout(256 << 10, 1 << 20);
         OneShotLayout o = new OneShotLayout(1000);
-        SegmentLayout s = new SegmentLayout(c, 2, o);
+        SegmentLayout s = new SegmentLayout(c, 2, o, false);
         assertEquals(s.channelOffset(2), s.oneShotOffset());
         assertEquals(s.oneShotOffset() + (long) o.totalBytes(), s.totalBytes());
         assertEquals(0, o.slotOffset(0));
@@ -71,6 +71,27 @@ class LayoutTest {
         assertEquals(0, OneShotLayout.DATA_OFFSET % 64, "data starts on a cache line");
         assertEquals(0, new OneShotLayout(0).totalBytes());
         assertEquals(new SegmentLayout(c, 2).totalBytes() + o.totalBytes(), s.totalBytes());
+    }
+
+    @Test
+    void directAreaEndsTheSegmentWithEachFlagOnItsOwnLine() {
+        ChannelLayout c = new ChannelLayout(256 << 10, 1 << 20);
+        OneShotLayout o = new OneShotLayout(1000);
+        SegmentLayout with = new SegmentLayout(c, 2, o, true);
+        SegmentLayout without = new SegmentLayout(c, 2, o, false);
+        assertEquals(without.totalBytes(), with.directOffset());
+        assertEquals(with.directOffset() + DirectLayout.BYTES, with.totalBytes());
+        assertEquals(0, with.directOffset() % 64, "the area starts on a cache line");
+        int[] flags = {DirectLayout.ARRIVE_FLAG_OFFSET, DirectLayout.REDUCED_FLAG_OFFSET, DirectLayout.DONE_FLAG_OFFSET};
+        for (int i = 0; i < flags.length; i++) {
+            assertEquals(0, flags[i] % 64);
+            for (int j = i + 1; j < flags.length; j++) {
+                assertTrue(Math.abs(flags[i] - flags[j]) >= 64, "flags share a cache line");
+            }
+        }
+        assertTrue(DirectLayout.SEND_REGISTRATION_OFFSET >= DirectLayout.HEADER_OFFSET + CollectiveHeader.BYTES);
+        assertTrue(DirectLayout.RECV_OFFSET_OFFSET + 8 <= DirectLayout.REDUCED_FLAG_OFFSET);
+        assertTrue(DirectLayout.DONE_FLAG_OFFSET + 4 <= DirectLayout.BYTES);
     }
 
     @Test

@@ -104,6 +104,12 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "sum, prod, min, max, avg or all; default ${DEFAULT-VALUE}")
     String op;
 
+    @Option(names = {"-R", "--local_register"}, defaultValue = "0", paramLabel = "0|1",
+            description = "1: send and receive buffers in memory every rank maps (Communicator.allocateShared,"
+                    + " as nccl-tests' -R registers them), so all-reduces may read peers' buffers in place; host"
+                    + " memory only; default ${DEFAULT-VALUE}")
+    int register;
+
     @Option(names = "--proto", paramLabel = "PROTO",
             description = "LL, Simple or auto (the tuner picks by size); default: SPARKCCL_PROTO, else auto")
     String proto;
@@ -155,6 +161,9 @@ public final class AllReducePerf implements Callable<Integer> {
         if (iters < 1 || warmupIters < 0 || checkIters < 0) {
             throw bad("need -n >= 1, -w >= 0, -c >= 0");
         }
+        if (register != 0 && register != 1) {
+            throw bad("-R takes 0 or 1, got " + register);
+        }
         if (channels != null && channels < 1) {
             throw bad("--channels must be at least 1, got " + channels);
         }
@@ -175,6 +184,9 @@ public final class AllReducePerf implements Callable<Integer> {
                 }
                 break;
             default: throw bad("--device takes cpu, gpu or auto, got '" + device + "'");
+        }
+        if (register == 1 && device.equalsIgnoreCase("gpu")) {
+            throw bad("-R 1 shares host memory between ranks; the GPU engine has no shared buffers yet: use --device cpu");
         }
         switch (transport.toLowerCase(Locale.ROOT)) {
             case "auto": case "shm": break;
@@ -204,7 +216,7 @@ public final class AllReducePerf implements Callable<Integer> {
             String devices = describeDevices(bootstrap, gpu, ordinal);
             try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
                  PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
-                         : new HostPerfMemory(Math.max(8, maxBytes))) {
+                         : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1)) {
                 return new Sweep(comm, memory, me.rank() == 0 ? System.out : null, types, ops).run(devices);
             }
         } catch (CclException e) {
@@ -332,7 +344,8 @@ public final class AllReducePerf implements Callable<Integer> {
         private String describeSettings() {
             Params p = params();
             return "transport " + transport + ", proto " + p.get(Params.PROTO) + ", channels "
-                    + (p.get(Params.NCHANNELS) > 0 ? p.get(Params.NCHANNELS) : 1);
+                    + (p.get(Params.NCHANNELS) > 0 ? p.get(Params.NCHANNELS) : 1)
+                    + (register == 1 ? ", buffers shared (-R 1)" : "");
         }
 
         /** nccl-tests warms up at the largest and the smallest size: the JIT needs it even more than CUDA. */

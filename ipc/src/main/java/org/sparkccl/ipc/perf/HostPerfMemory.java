@@ -4,17 +4,35 @@ import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.check.ReferenceCheck;
 
-/** Benchmark buffers in plain off-heap host memory (the CPU engine). */
+/**
+ * Benchmark buffers in host memory (the CPU engine): plain off-heap memory, or with {@code -R 1}
+ * one shared buffer that every rank maps ({@link Communicator#allocateShared}), as nccl-tests'
+ * {@code -R} registers its buffers.
+ */
 final class HostPerfMemory implements PerfMemory {
+    /** Between send and receive in a shared buffer, so that they never share a page. */
+    private static final long GAP = 4096;
+
     private final long send;
     private final long recv;
     private final long scalar;
+    /** The shared buffer holding send and recv, or null for plain memory. */
+    private final SharedBuffer shared;
 
-    HostPerfMemory(long bytes) {
-        send = UnsafeApi.allocateMemory(bytes);
-        recv = UnsafeApi.allocateMemory(bytes);
+    HostPerfMemory(Communicator comm, long bytes, boolean registered) {
+        if (registered) {
+            long stride = (bytes + GAP - 1) / GAP * GAP;
+            shared = comm.allocateShared(2 * stride);
+            send = shared.address();
+            recv = shared.address() + stride;
+        } else {
+            shared = null;
+            send = UnsafeApi.allocateMemory(bytes);
+            recv = UnsafeApi.allocateMemory(bytes);
+        }
         scalar = UnsafeApi.allocateMemory(8);
         UnsafeApi.setMemory(send, bytes, (byte) 0);
         UnsafeApi.setMemory(recv, bytes, (byte) 0);
@@ -49,8 +67,12 @@ final class HostPerfMemory implements PerfMemory {
 
     @Override
     public void close() {
-        UnsafeApi.freeMemory(send);
-        UnsafeApi.freeMemory(recv);
+        if (shared != null) {
+            shared.close();
+        } else {
+            UnsafeApi.freeMemory(send);
+            UnsafeApi.freeMemory(recv);
+        }
         UnsafeApi.freeMemory(scalar);
     }
 }
