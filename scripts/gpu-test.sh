@@ -31,7 +31,7 @@ echo "== $ngpu GPU(s)"
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== JUnit (gpu tag)"
   start=$(date +%s)
-  timeout 420 "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
     --scan-class-path "$dev/test-classes" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
     --reports-dir "$out/junit" > "$out/junit.log" 2>&1
   rc=$?
@@ -61,30 +61,38 @@ fi
 if [ "$what" = sweep ]; then
   # Channel counts for large messages, P2P and staged; the default is what the tuner picks.
   # (Each size's first call is checked against a float64 reference made in Java: big sizes cost seconds.)
-  for c in 32 48 64; do
-    bench "p2p-ch$c" SPARKCCL_NCHANNELS=$c -- -b 64M -e 256M -f 4 -n 10 -w 3
+  # Small sizes three ways: auto (one-shot up to the threshold), ring only, one-shot forced up to 1 MB.
+  bench small-auto -- -b 8 -e 1M -f 2 -n 200 -w 50
+  bench small-ring SPARKCCL_ALGO=Ring -- -b 8 -e 1M -f 2 -n 200 -w 50
+  bench small-1shot SPARKCCL_ALGO=OneShot SPARKCCL_ONESHOT_THRESHOLD=1M -- -b 8 -e 1M -f 2 -n 200 -w 50
+  for c in ${SWEEP_CHANNELS:-32 48 64}; do
+    bench "p2p-ch$c" SPARKCCL_NCHANNELS=$c -- -b 128M -e 256M -f 2 -n 10 -w 3
   done
-  for c in 4 8 16; do
-    bench "staged-ch$c" SPARKCCL_P2P_DISABLE=1 SPARKCCL_NCHANNELS=$c -- -b 128M -e 128M -f 2 -n 5 -w 2
-  done
-  bench small -- -b 8 -e 256K -f 8 -n 200 -w 50
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "== benchmarks"
-  bench auto -- -b 8 -e 256M -f 2 -n 20 -w 5
+  bench auto -- -b 8 -e 256M -f 2 -n 100 -w 20
   bench staged SPARKCCL_P2P_DISABLE=1 -- -b 1M -e 128M -f 2 -n 10 -w 3
-  timeout 200 python3 "$dev/nccl_allreduce_bench.py" --label default --json "$out/nccl-default.json" \
+  timeout 200 python3 "$dev/nccl_allreduce_bench.py" --label default --iters 100 --warmup 20 \
+    --json "$out/nccl-default.json" \
     > "$out/nccl-default.log" 2>&1
   NCCL_P2P_DISABLE=1 timeout 150 python3 "$dev/nccl_allreduce_bench.py" --label p2p-disabled --min 1048576 \
     --max 134217728 --iters 10 --json "$out/nccl-p2p-disabled.json" > "$out/nccl-p2p-disabled.log" 2>&1
+  # Where one-shot stops paying: forced one-shot against the ring from 256 KB to 8 MB.
+  bench mid-1shot SPARKCCL_ALGO=OneShot SPARKCCL_ONESHOT_THRESHOLD=8M -- -b 256K -e 8M -f 2 -n 50 -w 10
+  bench mid-ring SPARKCCL_ALGO=Ring -- -b 256K -e 8M -f 2 -n 50 -w 10
+  # The user's tool: nccl-tests' columns, one process per GPU, every size checked.
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g "$ngpu" \
+    -b 8 -e 64M -f 8 -n 20 -w 5 -c 1 > "$out/allreduce-perf-gpu.log" 2>&1
+  echo "exit $?" >> "$out/allreduce-perf-gpu.log"
   if [ "$what" = all ]; then
     bench ll SPARKCCL_PROTO=LL -- -b 8 -e 4M -f 4 -n 20 -w 5
     bench simple SPARKCCL_PROTO=Simple -- -b 8 -e 256M -f 4 -n 20 -w 5
     bench threads -- -b 8 -e 64K -f 8 -n 50 -w 10 --threads
   fi
-  for f in "$out"/bench-*.log "$out"/nccl-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
+  for f in "$out"/bench-*.log "$out"/nccl-*.log "$out"/allreduce-perf-gpu.log; do echo "---- $(basename "$f")"; cat "$f"; done
   echo "== sparkccl vs NCCL (float sum, $ngpu GPUs)"
   python3 "$dev/gpu_report.py" "$out"
 fi

@@ -23,6 +23,7 @@
 #define SCCL_MAX_CHANNELS 64
 #define SCCL_MAX_THREADS 512
 #define SCCL_UNROLL 4
+#define SCCL_MAX_ONESHOT_RANKS 8
 
 enum { KIND_ALL_REDUCE = 0, KIND_REDUCE_SCATTER = 1, KIND_ALL_GATHER = 2, KIND_BROADCAST = 3, KIND_BARRIER = 4 };
 enum { OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_AVG = 4 };
@@ -57,6 +58,15 @@ struct ChannelState {
     uint64_t pad[2];
 };
 
+// The one-shot all-reduce inboxes (GpuOneShotLayout.java): every rank's window holds, after its
+// channels, 2 x nranks inboxes of LL lines; rank s pushes its input into inbox (parity, s) of every
+// peer. All zero when one-shot is off (some pair of GPUs is not peer-to-peer, or it was turned off).
+struct OneShotPtrs {
+    uint64_t inboxBytes;                  // bytes of one inbox (16-byte LL lines)
+    uint64_t peer[SCCL_MAX_ONESHOT_RANKS];  // rank r's inboxes as this GPU addresses them (mine included)
+    uint64_t pad[16 - 1 - SCCL_MAX_ONESHOT_RANKS];
+};
+
 struct DevComm {
     uint64_t rank;
     uint64_t nranks;
@@ -69,6 +79,7 @@ struct DevComm {
     uint64_t blocksDone;       // u32 in device memory: blocks of the running kernel that finished
     uint64_t pad[7];
     ChannelPtrs ch[SCCL_MAX_CHANNELS];
+    OneShotPtrs oneShot;
 };
 
 // The kernel's only parameter, passed by value (CollArgs in DevCommLayout.java).
@@ -82,11 +93,13 @@ struct CollArgs {
     uint64_t chunkElems;  // elements of each block that one channel carries
     uint64_t sliceElems;  // elements per step
     uint32_t seq, kind, type, op;
-    uint32_t proto, root, nchannels, pad;
+    uint32_t proto, root, nchannels;
+    uint32_t oneShotCall;  // one-shot all-reduce: this rank's count of one-shot calls before this one
 };
 
 static_assert(sizeof(ChannelPtrs) == 128, "ChannelPtrs layout");
-static_assert(sizeof(DevComm) == 128 + SCCL_MAX_CHANNELS * 128, "DevComm layout");
+static_assert(sizeof(OneShotPtrs) == 128, "OneShotPtrs layout");
+static_assert(sizeof(DevComm) == 128 + SCCL_MAX_CHANNELS * 128 + 128, "DevComm layout");
 static_assert(sizeof(CollArgs) == 96, "CollArgs layout");
 
 // ---- Memory access with the orderings the protocols need. ----------------------------------------
@@ -675,31 +688,34 @@ __device__ void finish(const DevComm* comm, uint32_t seq, volatile int32_t* host
     }
 }
 
-template <template <int> class RED, bool SIMPLE>
-__device__ void ringKernel(const CollArgs& a) {
-    typedef typename RED<OP_SUM>::S S;
-    __shared__ volatile int abortedShared;
-    if (threadIdx.x == 0) abortedShared = 0;
+// Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
+// raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
+// its data could be a failed peer's leftovers.
+__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared) {
+    if (threadIdx.x == 0) *abortedShared = 0;
     __syncthreads();
-
-    const DevComm* comm = (const DevComm*)a.comm;
-    const int n = (int)comm->nranks;
-    const int r = (int)comm->rank;
-    const int c = blockIdx.x;
-
     Waiter w;
     w.myState = (volatile uint32_t*)comm->myState;
     w.nextState = (volatile uint32_t*)comm->nextState;
     w.hostStatus = (volatile int32_t*)comm->hostStatus;
-    w.aborted = (volatile int*)&abortedShared;
+    w.aborted = (volatile int*)abortedShared;
     w.start = globalTimerNs();
     w.timeoutNs = comm->timeoutNs;
-    if (c == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
-
-    // An abort raised by a peer (or by an earlier kernel of this rank) stops this collective before it
-    // starts: its data could be a failed peer's leftovers.
+    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
     if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
     __syncthreads();
+    return w;
+}
+
+template <template <int> class RED, bool SIMPLE>
+__device__ void ringKernel(const CollArgs& a) {
+    typedef typename RED<OP_SUM>::S S;
+    __shared__ volatile int abortedShared;
+    const DevComm* comm = (const DevComm*)a.comm;
+    const int n = (int)comm->nranks;
+    const int r = (int)comm->rank;
+    const int c = blockIdx.x;
+    Waiter w = startKernel(comm, &abortedShared);
 
     Channel<RED> ch;
     ch.load(comm, c, SIMPLE, (int)a.op, w);
@@ -776,14 +792,122 @@ __device__ void ringKernel(const CollArgs& a) {
     if (threadIdx.x == 0) finish(comm, a.seq, w.hostStatus);
 }
 
+
+// ---- One-shot all-reduce (2 to 8 ranks whose GPUs all reach each other peer-to-peer). -------------
+//
+// One exchange instead of a ring's 2(n-1) dependent steps: every rank pushes its whole input, as LL
+// lines (flag = 2 * oneShotCall + 1), into its own inbox in every peer's window, then waits on the
+// lines in its own inboxes - local memory - and reduces all inputs in rank order 0..n-1, so every rank
+// computes bitwise the same result. Inboxes alternate between two parities: a rank can be at most one
+// one-shot call ahead of any peer (it cannot finish call k+1 without the peer's input of call k+1,
+// which the peer pushes only after its call k ended), so an inbox of parity k % 2 is never rewritten
+// before its owner has read it. Consumed lines are zeroed (flag 0, never a live flag since live flags
+// are odd), so a line can never look current again after the 32-bit flag wraps around.
+// The collective header still goes once around the ring on channel 0's LL connection, in parallel
+// with the data, so that ranks that disagree about the call (count, type, op) fail instead of hanging.
+// Blocks take contiguous runs of lines; within a block threads stride over them, the same lines in
+// both phases, so in-place calls are safe (a thread writes only lines it alone has read).
+
+template <class R, typename S>
+__device__ __noinline__ void oneShotReduce(const CollArgs& a, const DevComm* comm, Waiter& w, int64_t first,
+                                           int64_t end, int64_t nbytes, uint32_t flag, int parity) {
+    const int n = (int)comm->nranks;
+    const int r = (int)comm->rank;
+    const char* send = (const char*)a.send;
+    char* recv = (char*)a.recv;
+    const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
+    uint4* mine = (uint4*)comm->oneShot.peer[r];
+    for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x) {
+        const int64_t off = i * 8;
+        const int bytes = (int)min((int64_t)8, nbytes - off);
+        const uint64_t own = bytes > 0 ? loadUser8<S>(send + off, bytes) : 0;
+        uint64_t acc = 0;
+        for (int s = 0; s < n; s++) {
+            uint64_t v = own;
+            if (s != r) {
+                uint4* line = mine + (int64_t)(parity * n + s) * inboxLines + i;
+                uint4 x;
+                int spins = 0;
+                while (true) {
+                    x = ldVolatile16(line);
+                    if (x.y == flag && x.w == flag) break;
+                    if (w.check(++spins)) break;
+                }
+                stVolatile16(line, 0, 0, 0, 0);
+                v = ((uint64_t)x.z << 32) | x.x;
+            }
+            acc = s == 0 ? v : reducePack<R>(acc, v);
+        }
+        acc = postPack<R>(acc, n);
+        if (bytes > 0 && !*w.aborted) storeUser8<S>(recv + off, acc, bytes);
+    }
+}
+
+template <template <int> class RED>
+__device__ void oneShotKernel(const CollArgs& a) {
+    typedef typename RED<OP_SUM>::S S;
+    __shared__ volatile int abortedShared;
+    const DevComm* comm = (const DevComm*)a.comm;
+    const int n = (int)comm->nranks;
+    const int r = (int)comm->rank;
+    Waiter w = startKernel(comm, &abortedShared);
+
+    const int64_t nbytes = (int64_t)a.count * (int64_t)sizeof(S);
+    const int64_t nlines = max64(1, (nbytes + 7) / 8);  // an empty call still exchanges one line
+    const int64_t per = (nlines + gridDim.x - 1) / gridDim.x;
+    const int64_t first = min64(nlines, (int64_t)blockIdx.x * per);
+    const int64_t end = min64(nlines, first + per);
+    const uint32_t flag = 2u * a.oneShotCall + 1u;
+    const int parity = (int)(a.oneShotCall & 1u);
+    const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
+    const char* send = (const char*)a.send;
+
+    // Push: my input into inbox (parity, r) of every peer.
+    if (!*w.aborted) {
+        for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x) {
+            const int64_t off = i * 8;
+            const int bytes = (int)min((int64_t)8, nbytes - off);
+            const uint64_t v = bytes > 0 ? loadUser8<S>(send + off, bytes) : 0;
+            for (int k = 1; k < n; k++) {
+                const int d = (r + k) % n;  // peers in a different order on each rank: spreads the links' load
+                uint4* line = (uint4*)comm->oneShot.peer[d] + (int64_t)(parity * n + r) * inboxLines + i;
+                stVolatile16(line, (uint32_t)v, flag, (uint32_t)(v >> 32), flag);
+            }
+        }
+    }
+
+    // The header around the ring (channel 0's LL connection), while the peers' data is on its way.
+    if (blockIdx.x == 0) {
+        Channel<RED> ch;
+        ch.load(comm, 0, false, (int)a.op, w);
+        const uint32_t header[8] = {a.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
+        ch.exchangeHeader(header, true, true);
+        ch.save();
+    }
+
+    switch (a.op) {
+        case OP_SUM: oneShotReduce<RED<OP_SUM>, S>(a, comm, w, first, end, nbytes, flag, parity); break;
+        case OP_PROD: oneShotReduce<RED<OP_PROD>, S>(a, comm, w, first, end, nbytes, flag, parity); break;
+        case OP_MIN: oneShotReduce<RED<OP_MIN>, S>(a, comm, w, first, end, nbytes, flag, parity); break;
+        case OP_MAX: oneShotReduce<RED<OP_MAX>, S>(a, comm, w, first, end, nbytes, flag, parity); break;
+        default: oneShotReduce<RED<OP_AVG>, S>(a, comm, w, first, end, nbytes, flag, parity); break;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) finish(comm, a.seq, w.hostStatus);
+}
+
 // One kernel per data type and protocol; the op is a parameter, dispatched once per step.
-// Names: sccl_ring_<DataType.ncclName()>_<ll|simple>. AllGather and Broadcast use uint8 (a copy).
+// Names: sccl_ring_<DataType.ncclName()>_<ll|simple>, sccl_oneshot_<DataType.ncclName()>. AllGather
+// and Broadcast use uint8 (a copy).
 #define SCCL_KERNELS(TNAME, RED)                                                                          \
     extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_ring_##TNAME##_ll(CollArgs a) {     \
         ringKernel<RED, false>(a);                                                                        \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_ring_##TNAME##_simple(CollArgs a) { \
         ringKernel<RED, true>(a);                                                                         \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_##TNAME(CollArgs a) {       \
+        oneShotKernel<RED>(a);                                                                            \
     }
 
 SCCL_KERNELS(float, RedF32)

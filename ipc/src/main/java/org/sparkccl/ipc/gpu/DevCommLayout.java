@@ -13,6 +13,8 @@ package org.sparkccl.ipc.gpu;
  *    0 recv LL slots   8 recv Simple slots   16 recv LL head   24 recv Simple head   32 recv Simple tail
  *   40 send LL slots  48 send Simple slots   56 send LL head   64 send Simple head   72 send Simple tail
  *   80 ChannelState*  88..127 unused
+ *  128 + 128 * 64: one-shot inboxes (GpuOneShotLayout)
+ *    0 inbox bytes   8 + 8 * r: rank r's inboxes as this GPU addresses them (0 when one-shot is off)
  *  ChannelState (64 bytes per channel, private device memory): LL send/recv step, Simple send/recv
  *  step, LL and Simple head caches
  *  CollArgs (96 bytes, the kernel's parameter): see ARG_* offsets
@@ -22,7 +24,12 @@ final class DevCommLayout {
     static final int MAX_CHANNELS = 64;
     static final int HEADER_BYTES = 128;
     static final int CHANNEL_BYTES = 128;
-    static final int BYTES = HEADER_BYTES + MAX_CHANNELS * CHANNEL_BYTES;
+    /** After the channels: the one-shot inboxes (0 inbox bytes, then one pointer per rank, mine included). */
+    static final int ONE_SHOT = HEADER_BYTES + MAX_CHANNELS * CHANNEL_BYTES;
+    static final int ONE_SHOT_INBOX_BYTES = ONE_SHOT;
+    static final int ONE_SHOT_PEER = ONE_SHOT + 8;
+    static final int ONE_SHOT_BYTES = 128;
+    static final int BYTES = ONE_SHOT + ONE_SHOT_BYTES;
     static final int STATE_BYTES = 64;
 
     static final int RANK = 0;
@@ -63,6 +70,8 @@ final class DevCommLayout {
     static final int ARG_PROTO = 80;
     static final int ARG_ROOT = 84;
     static final int ARG_NCHANNELS = 88;
+    /** One-shot all-reduce: how many one-shot calls this rank made before this one (inbox parity, flag). */
+    static final int ARG_ONE_SHOT_CALL = 92;
 
     /** Host status block (int[32] in mapped pinned memory): what the kernel tells the host. */
     static final int STATUS_BYTES = 128;

@@ -57,8 +57,11 @@ public final class GpuCommunicator implements Communicator {
     static final String ENTRY_HOST_SHM = "gpu.host.shm";
     /** Default Simple buffer per channel on GPUs when SPARKCCL_BUFFSIZE is not set (NCCL's default). */
     static final long DEFAULT_GPU_BUFFSIZE = 4L << 20;
-    /** Measured on 2 x H200 (NVLink): 256 MB busbw 231 GB/s at 16 channels, 254 at 24, 288 at 32. */
-    static final int DEFAULT_P2P_CHANNELS = 32;
+    /**
+     * Measured on 2 x H200 (NVLink), 256 MB busbw: 231 GB/s at 16 channels, 254 at 24, 288 at 32; in one
+     * later run 261 / 298 / 303 at 32 / 48 / 64 (128 MB: 234 / 290 / 295).
+     */
+    static final int DEFAULT_P2P_CHANNELS = 64;
     /** Measured on 2 x H200 (host-staged): 128 MB busbw 28.1 GB/s at 4 channels, 29.6 at 8, 33.3 at 16. */
     static final int DEFAULT_STAGED_CHANNELS = 16;
     /**
@@ -89,9 +92,14 @@ public final class GpuCommunicator implements Communicator {
     private DeviceBuffer barrierBuffer;
     private PinnedHostBuffer status;
     private UnsafeBuffer statusView;
-    private final byte[] args = new byte[DevCommLayout.ARGS_BYTES];
-    private final ByteBuffer argsView = ByteBuffer.wrap(args).order(ByteOrder.LITTLE_ENDIAN);
-    private final Pointer kernelParams = Pointer.to(Pointer.to(args));
+    // The kernel's parameter block in native memory: JCuda passes a direct buffer by its address,
+    // where a Java array would be pinned or copied on every launch.
+    private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
+    private int oneShotCalls;
+    /** Set from connect's round until the first launch: see {@link InProcessConnectGate}. */
+    private String gateId;
+    private int ranksInProcess;
     private long timeoutNs;
     private int spinsBeforeYield;
     private int sequence;
@@ -121,6 +129,10 @@ public final class GpuCommunicator implements Communicator {
         } catch (RuntimeException e) {
             comm.close();
             throw e;
+        } finally {
+            if (comm.gateId != null) {
+                InProcessConnectGate.connected(comm.gateId, comm.ranksInProcess);
+            }
         }
     }
 
@@ -145,6 +157,12 @@ public final class GpuCommunicator implements Communicator {
         int p2pChannels = Math.min(DevCommLayout.MAX_CHANNELS, requested > 0 ? requested : DEFAULT_P2P_CHANNELS);
         int stagedChannels = Math.min(DevCommLayout.MAX_CHANNELS, requested > 0 ? requested : DEFAULT_STAGED_CHANNELS);
         SegmentLayout deviceLayout = new SegmentLayout(layout, p2pChannels);
+        // One-shot inboxes follow the channels in the P2P window; used only if every pair of GPUs turns
+        // out to be peer-to-peer (known after the round), so they are made wherever that may be.
+        long oneShotCapacity = size >= 2 && size <= GpuOneShotLayout.MAX_RANKS ? GpuTuner.oneShotCapacity(params, size) : 0;
+        GpuOneShotLayout oneShotLayout = new GpuOneShotLayout(size, oneShotCapacity);
+        long oneShotOffset = (deviceLayout.totalBytes() + 4095) / 4096 * 4096;
+        long deviceWindowBytes = oneShotCapacity > 0 ? oneShotOffset + oneShotLayout.totalBytes() : deviceLayout.totalBytes();
         SegmentLayout hostLayout = new SegmentLayout(layout, stagedChannels);
         boolean p2pDisabled = params.get(Params.P2P_DISABLE);
 
@@ -153,7 +171,7 @@ public final class GpuCommunicator implements Communicator {
         byte[] hostHash = GpuConnectBlob.hostHash(HostIdentity.hostId());
         GpuWindow.Device deviceWindow = null;
         if (!p2pDisabled && size > 1) {
-            deviceWindow = own(new GpuWindow.Device(device, deviceLayout.totalBytes(), stream, owner));
+            deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
         }
         ShmTransport shm = own(new ShmTransport(params, log));
         GpuWindow.Host hostWindow = null;
@@ -178,6 +196,12 @@ public final class GpuCommunicator implements Communicator {
             gpus[r] = GpuRankInfo.decode(infos[r].entry(ENTRY_DEVICE), r);
         }
         for (int r = 0; r < size; r++) {
+            ranksInProcess += infos[r].sameProcess(infos[rank]) ? 1 : 0;
+        }
+        if (ranksInProcess > 1) {
+            gateId = communicatorId(all);
+        }
+        for (int r = 0; r < size; r++) {
             if (!infos[r].sameHost(infos[rank])) {
                 throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
                         + "): the GPU communicator connects GPUs of one machine only");
@@ -197,12 +221,17 @@ public final class GpuCommunicator implements Communicator {
         int prev = (rank + size - 1) % size;
         int next = (rank + 1) % size;
         boolean anyStaged = false;
+        boolean allPairsP2p = true;
         for (int r = 0; r < size; r++) {
             anyStaged |= !GpuRankInfo.p2pLink(gpus[r], gpus[(r + 1) % size]);
+            for (int q = 0; q < size; q++) {
+                allPairsP2p &= q == r || GpuRankInfo.p2pLink(gpus[r], gpus[q]);
+            }
         }
+        boolean oneShot = oneShotCapacity > 0 && allPairsP2p;
         int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
         channels = Math.min(channels, Math.max(1, MAX_BLOCKS_PER_GPU / mostRanksOnOneGpu(gpus)));
-        tuner = new GpuTuner(params, layout, channels);
+        tuner = new GpuTuner(params, layout, channels, oneShot ? size : 0);
         boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
         boolean outP2p = GpuRankInfo.p2pLink(gpus[rank], gpus[next]);
 
@@ -213,6 +242,19 @@ public final class GpuCommunicator implements Communicator {
                     + (inP2p ? "P2P disabled" : shm.unavailableReason()) + ")");
         }
         PeerWindow out = own(openSuccessor(next, outP2p, hostHash, shm));
+        // One-shot: every peer's window too (the successor's is open already).
+        long[] oneShotInboxes = new long[size];
+        if (oneShot) {
+            for (int q = 0; q < size; q++) {
+                if (q == rank) {
+                    oneShotInboxes[q] = mine.kernelAddress() + oneShotOffset;
+                    continue;
+                }
+                PeerWindow w = q == next ? out : own(openP2p(q, hostHash, oneShotOffset
+                        + oneShotLayout.inboxOffset(1, rank)));
+                oneShotInboxes[q] = w.kernelAddress() + oneShotOffset;
+            }
+        }
         // The window the predecessor does not use goes now; the other stays until close.
         GpuWindow unused = inP2p ? hostWindow : deviceWindow;
         if (unused != null) {
@@ -223,10 +265,24 @@ public final class GpuCommunicator implements Communicator {
             hostWindowToUnlink = hostWindow;
         }
 
-        writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels);
+        writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels,
+                oneShot ? oneShotLayout.inboxBytes() : 0, oneShotInboxes);
         links = "ring " + prev + " -> " + rank + " -> " + next + ": receives via " + (inP2p ? "P2P" : "SHM/staged")
                 + ", sends via " + out.via() + ", " + tuner.describe();
         log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
+    }
+
+    /** The same on every rank of this communicator, different for every other (the round carries random secrets). */
+    private static String communicatorId(byte[][] all) {
+        try {
+            java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+            for (byte[] a : all) {
+                sha.update(a);
+            }
+            return java.util.HexFormat.of().formatHex(sha.digest());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JRE", e);
+        }
     }
 
     /** The largest number of ranks on one GPU (by UUID), the same on every rank. */
@@ -286,11 +342,7 @@ public final class GpuCommunicator implements Communicator {
     private PeerWindow openSuccessor(int next, boolean p2p, byte[] hostHash, ShmTransport shm) {
         RankInfo peer = infos[next];
         if (p2p) {
-            GpuConnectBlob blob = GpuConnectBlob.decode(peer.entry(ENTRY_P2P), next, size, hostHash);
-            if (peer.sameProcess(infos[rank])) {
-                return PeerWindow.direct(device, blob, stream, where);
-            }
-            return PeerWindow.ipc(device, blob, stream, where);
+            return openP2p(next, hostHash, DevCommLayout.WINDOW_PROBE);
         }
         byte[] raw = peer.entry(ENTRY_HOST);
         if (raw == null) {
@@ -301,8 +353,21 @@ public final class GpuCommunicator implements Communicator {
         return PeerWindow.staged(device, shm, peer.entry(ENTRY_HOST_SHM), peer, blob, "rank " + rank);
     }
 
-    /** The kernel's view of the ring (DevCommLayout), written once to device memory. */
-    private void writeDevComm(SegmentLayout layout, long myWindow, long nextWindow, int channels) {
+    /**
+     * A peer's P2P window. The successor probes the window's probe word; the other ranks that open it for
+     * one-shot pushes each probe a word only they write: the first line of their own parity-1 inbox.
+     */
+    private PeerWindow openP2p(int peer, byte[] hostHash, long probeOffset) {
+        GpuConnectBlob blob = GpuConnectBlob.decode(infos[peer].entry(ENTRY_P2P), peer, size, hostHash);
+        if (infos[peer].sameProcess(infos[rank])) {
+            return PeerWindow.direct(device, blob, stream, where, probeOffset);
+        }
+        return PeerWindow.ipc(device, blob, stream, where, probeOffset);
+    }
+
+    /** The kernel's view of the ring and of the one-shot inboxes (DevCommLayout), written once to device memory. */
+    private void writeDevComm(SegmentLayout layout, long myWindow, long nextWindow, int channels, long inboxBytes,
+                              long[] inboxes) {
         ChannelLayout ch = layout.channel();
         // Channel states, then the kernel's blocks-done counter on its own 64 bytes.
         long statesBytes = (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS;
@@ -333,6 +398,10 @@ public final class GpuCommunicator implements Communicator {
             b.putLong(at + DevCommLayout.SEND_SIMPLE_HEAD, send + ChannelLayout.SIMPLE_HEAD_OFFSET);
             b.putLong(at + DevCommLayout.SEND_SIMPLE_TAIL, send + ChannelLayout.SIMPLE_TAIL_OFFSET);
             b.putLong(at + DevCommLayout.STATE, channelState.address() + (long) c * DevCommLayout.STATE_BYTES);
+        }
+        b.putLong(DevCommLayout.ONE_SHOT_INBOX_BYTES, inboxBytes);
+        for (int r = 0; inboxBytes > 0 && r < size; r++) {
+            b.putLong(DevCommLayout.ONE_SHOT_PEER + 8 * r, inboxes[r]);
         }
         devComm = own(DeviceBuffer.allocate(device, DevCommLayout.BYTES, "rank " + rank));
         devComm.copyFromArray(b.array(), DevCommLayout.BYTES, stream);
@@ -417,6 +486,9 @@ public final class GpuCommunicator implements Communicator {
             copySingleRank(kind, send, recv, count, type);
             return;
         }
+        if (gateId != null) {
+            awaitInProcessPeers();
+        }
         GpuPlan plan = tuner.plan(kind, count, type, size);
         int seq = ++sequence;
         CollectiveHeader header = new CollectiveHeader(seq, kind, type, op, plan.protocol, root, count);
@@ -434,6 +506,7 @@ public final class GpuCommunicator implements Communicator {
         argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
         argsView.putInt(DevCommLayout.ARG_ROOT, root);
         argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
+        argsView.putInt(DevCommLayout.ARG_ONE_SHOT_CALL, plan.oneShot ? oneShotCalls++ : 0);
         if (log.traceEnabled(Subsys.COLL)) {
             log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
         }
@@ -445,6 +518,19 @@ public final class GpuCommunicator implements Communicator {
         waitForKernel(header);
         lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
+    }
+
+    private void awaitInProcessPeers() {
+        try {
+            if (!InProcessConnectGate.awaitAll(gateId, TimeUnit.NANOSECONDS.toMillis(timeoutNs))) {
+                log.warn(Subsys.INIT, "rank %d: ranks of this process are still connecting after %d ms; going on",
+                        rank, TimeUnit.NANOSECONDS.toMillis(timeoutNs));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CclException("rank " + rank + ": interrupted while waiting for the ranks of this process to connect");
+        }
+        gateId = null;
     }
 
     private void copySingleRank(Kind kind, long send, long recv, long count, DataType type) {
@@ -665,7 +751,8 @@ public final class GpuCommunicator implements Communicator {
         return lastKernelNanos;
     }
 
-    Protocol protocolFor(long bytes) {
-        return tuner.plan(Kind.ALL_REDUCE, bytes, DataType.UINT8, size).protocol;
+    /** How an all-reduce of {@code count} elements runs: LL, Simple or 1shot (benchmark columns). */
+    String algorithmFor(long count, DataType type) {
+        return size == 1 ? "copy" : tuner.plan(Kind.ALL_REDUCE, count, type, size).algorithm();
     }
 }

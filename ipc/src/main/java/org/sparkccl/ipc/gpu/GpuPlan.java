@@ -23,9 +23,17 @@ final class GpuPlan {
     final long chunkElems;
     final long sliceElems;
     final String kernel;
+    /** All-reduce in one exchange (oneShotKernel): every rank pushes its input to every peer. */
+    final boolean oneShot;
 
     GpuPlan(Kind kind, Protocol protocol, int channels, int threads, long blockElems, long totalElems,
             long chunkElems, long sliceElems, String kernel) {
+        this(kind, protocol, channels, threads, blockElems, totalElems, chunkElems, sliceElems, kernel, false);
+    }
+
+    GpuPlan(Kind kind, Protocol protocol, int channels, int threads, long blockElems, long totalElems,
+            long chunkElems, long sliceElems, String kernel, boolean oneShot) {
+        this.oneShot = oneShot;
         this.kind = kind;
         this.protocol = protocol;
         this.channels = channels;
@@ -37,12 +45,26 @@ final class GpuPlan {
         this.kernel = kernel;
     }
 
+    /** A one-shot all-reduce of {@code count} elements over {@code blocks} blocks. */
+    static GpuPlan oneShot(long count, DataType type, int blocks, int threads) {
+        return new GpuPlan(Kind.ALL_REDUCE, Protocol.LL, blocks, threads, count, count, count, count,
+                "sccl_oneshot_" + type.ncclName(), true);
+    }
+
+    /** LL, Simple or OneShot: how the call runs, for benchmarks' columns. */
+    String algorithm() {
+        return oneShot ? "1shot" : protocol.displayName();
+    }
+
     static String kernelName(DataType type, Protocol protocol) {
         return "sccl_ring_" + type.ncclName() + (protocol == Protocol.LL ? "_ll" : "_simple");
     }
 
     @Override
     public String toString() {
+        if (oneShot) {
+            return kind + " one-shot x" + channels + " blocks (" + kernel + ")";
+        }
         return kind + " " + protocol.displayName() + " x" + channels + " ch, block " + blockElems + ", chunk "
                 + chunkElems + ", slice " + sliceElems + " (" + kernel + ")";
     }

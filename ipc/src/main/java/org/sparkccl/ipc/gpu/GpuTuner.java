@@ -16,23 +16,64 @@ final class GpuTuner {
     static final long DEFAULT_LL_THRESHOLD = 256L << 10;
     /** A channel (one block) is worth launching with at least this much data. */
     static final long LL_BYTES_PER_CHANNEL = 16L << 10;
-    static final long SIMPLE_BYTES_PER_CHANNEL = 512L << 10;
+    /**
+     * One block moves about 10 GB/s through a Simple FIFO, so mid-size messages need many: with 512 KB per
+     * channel a 512 KB - 4 MB all-reduce took a flat ~42 us of kernel on 2 x H200.
+     */
+    static final long SIMPLE_BYTES_PER_CHANNEL = 64L << 10;
     /** Cut points fall on multiples of 64 bytes, so that 16-byte vector accesses stay aligned. */
     static final long ALIGN_BYTES = 64;
     static final int THREADS = 512;
+    /**
+     * All-reduce runs one-shot up to this many bytes divided by the number of ranks (where every pair of
+     * GPUs is peer-to-peer) unless SPARKCCL_ONESHOT_THRESHOLD says otherwise: each rank pushes its
+     * input to every peer, (n - 1) times the data a ring moves per rank in one direction. Measured on
+     * 2 x H200 (docs/perf/gpu-allreduce.md): one-shot 18.6-20.5 us from 8 B to 256 KB where the ring takes
+     * 24-36 us; 35 / 41 / 57 / 92 us at 1 / 2 / 4 / 8 MB where the ring takes 47 / 53 / 56 / 63 us. More
+     * ranks were not measured (no 4- or 8-GPU machine was lent); dividing by n keeps the inboxes
+     * (2 x n x 2 x threshold bytes) at 16 MB.
+     */
+    static final long DEFAULT_ONESHOT_BYTES_TIMES_RANKS = 4L << 20;
+    /** One block of a one-shot all-reduce per this many bytes of input. */
+    static final long ONESHOT_BYTES_PER_BLOCK = 8L << 10;
 
     private final Protocol forced;
     private final long llThreshold;
     private final int maxChannels;
     private final ChannelLayout layout;
+    private final long oneShotThreshold;
+    private final boolean oneShotForced;
 
+    /** A tuner without one-shot all-reduce. */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels) {
+        this(params, layout, maxChannels, 0);
+    }
+
+    /**
+     * @param oneShotRanks the communicator's size where it set up one-shot inboxes (every pair of GPUs is
+     *                     P2P), else 0
+     */
+    GpuTuner(Params params, ChannelLayout layout, int maxChannels, int oneShotRanks) {
         String proto = params.get(Params.PROTO).trim();
         this.forced = "auto".equalsIgnoreCase(proto) ? null : Protocol.fromName(proto);
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_LL_THRESHOLD : t;
         this.layout = layout;
         this.maxChannels = maxChannels;
+        this.oneShotThreshold = oneShotRanks > 0 ? oneShotCapacity(params, oneShotRanks) : 0;
+        this.oneShotForced = "OneShot".equalsIgnoreCase(params.get(Params.ALGO).trim());
+    }
+
+    /**
+     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
+     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
+     */
+    static long oneShotCapacity(Params params, int nranks) {
+        if ("Ring".equalsIgnoreCase(params.get(Params.ALGO).trim())) {
+            return 0;
+        }
+        long t = params.get(Params.ONESHOT_THRESHOLD);
+        return t >= 0 ? t : roundUp(DEFAULT_ONESHOT_BYTES_TIMES_RANKS / nranks, ALIGN_BYTES);
     }
 
     /**
@@ -47,6 +88,11 @@ final class GpuTuner {
         boolean perRank = kind == Kind.REDUCE_SCATTER || kind == Kind.ALL_GATHER;
         long messageBytes = count * type.size() * (perRank ? nranks : 1);
         Protocol protocol = forced != null ? forced : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
+        // One-shot up to its threshold unless the ring's Simple protocol is forced (ALGO=OneShot wins over that).
+        if (kind == Kind.ALL_REDUCE && messageBytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE)) {
+            int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, ONESHOT_BYTES_PER_BLOCK)));
+            return GpuPlan.oneShot(count, type, blocks, THREADS);
+        }
         long align = Math.max(1, ALIGN_BYTES / es);
 
         long block;
@@ -78,7 +124,9 @@ final class GpuTuner {
 
     String describe() {
         return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, Simple above)"
-                : forced.displayName()) + ", up to " + maxChannels + " channel(s)";
+                : forced.displayName()) + ", all-reduce " + (oneShotThreshold == 0 ? "ring"
+                : "one-shot up to " + oneShotThreshold + " bytes" + (oneShotForced ? " (forced)" : "") + ", ring above")
+                + ", up to " + maxChannels + " channel(s)";
     }
 
     static long ceilDiv(long a, long b) {

@@ -26,7 +26,7 @@ abstract class PeerWindow implements AutoCloseable {
     public abstract void close();
 
     /** Device memory of a peer in this process: its plain pointer, with peer access enabled. */
-    static PeerWindow direct(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where) {
+    static PeerWindow direct(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where, long probeOffset) {
         CudaDevice peer = CudaDevice.byUuid(blob.deviceUuid);
         if (peer == null) {
             throw new IllegalStateException("rank " + blob.rank + " runs in this process on " + blob.deviceUuidString()
@@ -40,7 +40,7 @@ abstract class PeerWindow implements AutoCloseable {
         }
         try {
             me.enablePeerAccess(peer);
-            probeDevice(address, blob, stream, where);
+            probeDevice(address, probeOffset, blob, stream, where);
         } catch (RuntimeException e) {
             release.run();
             throw e;
@@ -65,11 +65,11 @@ abstract class PeerWindow implements AutoCloseable {
     }
 
     /** Device memory of a peer process, mapped through its IPC handle. */
-    static PeerWindow ipc(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where) {
+    static PeerWindow ipc(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where, long probeOffset) {
         IpcMemory mapping = IpcMemory.open(me, blob.ipcHandle, where + ", opening rank " + blob.rank + "'s window");
         try {
             long address = mapping.base() + blob.offset;
-            probeDevice(address, blob, stream, where);
+            probeDevice(address, probeOffset, blob, stream, where);
             return new PeerWindow() {
                 @Override
                 long kernelAddress() {
@@ -132,18 +132,24 @@ abstract class PeerWindow implements AutoCloseable {
     }
 
     /**
-     * Reads the window's secret through the mapping, then writes a random word and reads it back: the
-     * P2P path is used only when a real round trip through it works.
+     * Reads the window's secret through the mapping, then writes a random word at {@code probeOffset}
+     * (a word no other rank writes) and reads it back: the P2P path is used only when a real round trip
+     * through it works. The word is zeroed again afterwards.
      */
-    private static void probeDevice(long address, GpuConnectBlob blob, CudaStream stream, String where) {
+    private static void probeDevice(long address, long probeOffset, GpuConnectBlob blob, CudaStream stream, String where) {
+        if (probeOffset < 0 || probeOffset + 8 > blob.windowBytes) {
+            throw new IllegalStateException("rank " + blob.rank + "'s window has " + blob.windowBytes
+                    + " bytes, too few for the probe at " + probeOffset + " (ranks built with different settings?)");
+        }
         byte[] seen = new byte[16];
         copyIn(seen, address + DevCommLayout.WINDOW_SECRET, stream, where);
         GpuWindow.checkSecret(seen, blob.secret, "rank " + blob.rank + "'s window on " + blob.deviceUuidString());
         byte[] probe = new byte[8];
         RANDOM.nextBytes(probe);
-        DeviceBuffer.copyArrayToDevice(address + DevCommLayout.WINDOW_PROBE, probe, 8, stream, where + " (P2P probe write)");
+        DeviceBuffer.copyArrayToDevice(address + probeOffset, probe, 8, stream, where + " (P2P probe write)");
         byte[] back = new byte[8];
-        copyIn(back, address + DevCommLayout.WINDOW_PROBE, stream, where);
+        copyIn(back, address + probeOffset, stream, where);
+        DeviceBuffer.copyArrayToDevice(address + probeOffset, new byte[8], 8, stream, where + " (P2P probe reset)");
         if (!java.util.Arrays.equals(probe, back)) {
             throw new IllegalStateException("P2P probe to rank " + blob.rank + " failed on " + where + ": wrote "
                     + ByteBuffer.wrap(probe).order(ByteOrder.LITTLE_ENDIAN).getLong() + ", read back "

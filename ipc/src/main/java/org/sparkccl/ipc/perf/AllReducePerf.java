@@ -131,7 +131,8 @@ public final class AllReducePerf implements Callable<Integer> {
     Path csv;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new AllReducePerf()).execute(args));
+        // Ranks get the user's arguments plus the resolved --device; the last one given wins.
+        System.exit(new CommandLine(new AllReducePerf()).setOverwrittenOptionsAllowed(true).execute(args));
     }
 
     @Override

@@ -32,32 +32,43 @@ class GpuCollectivesTest {
 
     @Test
     void everyTypeAndOpOnTwoGpusP2pLl() throws Exception {
-        everyTypeAndOp("0", "LL");
+        everyTypeAndOp("0", "LL", "Ring");
     }
 
     @Test
     void everyTypeAndOpOnTwoGpusP2pSimple() throws Exception {
-        everyTypeAndOp("0", "Simple");
+        everyTypeAndOp("0", "Simple", "Ring");
+    }
+
+    /** The one-shot all-reduce, forced for every count of the matrix (the 4 Mi + 3 ones run as a ring). */
+    @Test
+    void everyTypeAndOpOnTwoGpusP2pOneShot() throws Exception {
+        everyTypeAndOp("0", "LL", "OneShot");
     }
 
     @Test
     void everyTypeAndOpOnTwoGpusStagedLl() throws Exception {
-        everyTypeAndOp("1", "LL");
+        everyTypeAndOp("1", "LL", "auto");
     }
 
     @Test
     void everyTypeAndOpOnTwoGpusStagedSimple() throws Exception {
-        everyTypeAndOp("1", "Simple");
+        everyTypeAndOp("1", "Simple", "auto");
     }
 
-    private void everyTypeAndOp(String p2pDisable, String proto) throws Exception {
+    private void everyTypeAndOp(String p2pDisable, String proto, String algo) throws Exception {
         GpuTestSupport.assumeGpus(1);
         int gpus = GpuTestSupport.gpus();
-        Params params = GpuTestSupport.params("SPARKCCL_P2P_DISABLE", p2pDisable, "SPARKCCL_PROTO", proto);
+        Params params = GpuTestSupport.params("SPARKCCL_P2P_DISABLE", p2pDisable, "SPARKCCL_PROTO", proto,
+                "SPARKCCL_ALGO", algo, "SPARKCCL_ONESHOT_THRESHOLD", "1M");
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         GpuTestSupport.runRanks(2, gpus, params, comm -> {
             if (comm.rank() == 0) {
-                System.out.println("P2P_DISABLE=" + p2pDisable + " PROTO=" + proto + ": " + comm.describeLinks());
+                System.out.println("P2P_DISABLE=" + p2pDisable + " PROTO=" + proto + " ALGO=" + algo + ": "
+                        + comm.describeLinks() + "; 65537 float: " + comm.algorithmFor(65537, DataType.FLOAT32));
+            }
+            if (algo.equals("OneShot")) {
+                assertEquals("1shot", comm.algorithmFor(65537, DataType.FLOAT64), "one-shot must carry the matrix");
             }
             int k = 0;
             for (DataType type : DataType.values()) {
@@ -104,6 +115,29 @@ class GpuCollectivesTest {
                 });
                 assertTrue(failures.isEmpty(), ranks + " ranks, P2P_DISABLE=" + p2pDisable + ": " + failures);
             }
+        }
+    }
+
+    /**
+     * One-shot calls back to back, and between ring calls, in a pattern every rank follows: the two
+     * inbox parities and the flags must never let a rank take a stale or a future line for this call's.
+     */
+    @Test
+    void oneShotCallsInterleavedWithRingCalls() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        int gpus = GpuTestSupport.gpus();
+        for (int ranks : new int[] {2, 4}) {
+            List<String> failures = Collections.synchronizedList(new ArrayList<>());
+            GpuTestSupport.runRanks(ranks, gpus, GpuTestSupport.params(), comm -> {
+                assertEquals("1shot", comm.algorithmFor(1023, DataType.FLOAT32));
+                assertTrue(!comm.algorithmFor(1L << 20, DataType.FLOAT32).equals("1shot"), "4 MB runs as a ring");
+                for (int i = 0; i < 240; i++) {
+                    long count = i % 5 == 3 ? (1L << 20) + i : i % 7 == 0 ? 1 : 1023 + i;
+                    record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT32, ReduceOp.SUM, count,
+                            (i & 1) == 0, ReferenceCheck.seed(5, i)));
+                }
+            });
+            assertTrue(failures.isEmpty(), ranks + " ranks: " + failures);
         }
     }
 
@@ -197,8 +231,15 @@ class GpuCollectivesTest {
     void ranksThatDisagreeFailInsteadOfHanging() throws Exception {
         GpuTestSupport.assumeGpus(1);
         int gpus = GpuTestSupport.gpus();
+        for (String algo : new String[] {"Ring", "auto"}) {
+            ranksThatDisagree(gpus, algo);
+        }
+    }
+
+    /** With ALGO=auto both calls are small enough to run one-shot; the header still goes around the ring. */
+    private static void ranksThatDisagree(int gpus, String algo) throws Exception {
         List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
-        GpuTestSupport.runRanks(2, gpus, GpuTestSupport.params("SPARKCCL_PROTO", "LL"), comm -> {
+        GpuTestSupport.runRanks(2, gpus, GpuTestSupport.params("SPARKCCL_PROTO", "LL", "SPARKCCL_ALGO", algo), comm -> {
             {
                 DeviceBuffer b = GpuTestSupport.Buffers.of().a;
                 long count = comm.rank() == 0 ? 7 : 8;
@@ -216,7 +257,7 @@ class GpuCollectivesTest {
     }
 
     /**
-     * A killed task: rank 0 waits in a collective that rank 1 has not called yet; the killed flag ends
+     * A killed task: rank 0 waits in a collective that rank 1 has not called yet; rank 0's killed flag ends
      * rank 0's call (its kernel is asked to stop and raises the abort words), and rank 1's late call
      * fails at once with the abort instead of waiting for the (long) timeout.
      */
@@ -227,7 +268,7 @@ class GpuCollectivesTest {
         java.util.concurrent.CountDownLatch rank0Failed = new java.util.concurrent.CountDownLatch(1);
         List<String> messages = Collections.synchronizedList(new ArrayList<>());
         GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params("SPARKCCL_TIMEOUT_MS", "120000"),
-                killed::get, comm -> {
+                () -> killed.get() && Integer.valueOf(0).equals(GpuTestSupport.RANK.get()), comm -> {
                     DeviceBuffer b = GpuTestSupport.Buffers.of().a;
                     if (comm.rank() == 1) {
                         Thread.sleep(300);

@@ -85,6 +85,9 @@ final class GpuTestSupport {
         }
     }
 
+    /** The rank the calling test thread runs (for per-rank cancel flags). */
+    static final ThreadLocal<Integer> RANK = new ThreadLocal<>();
+
     /** {@code ranks} threads, rank r on GPU r mod gpus, each building a communicator and running {@code body}. */
     static void runRanks(int ranks, int gpus, Params params, RankBody body) throws Exception {
         runRanks(ranks, gpus, params, () -> false, body);
@@ -99,6 +102,9 @@ final class GpuTestSupport {
             try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, rank % gpus, params, cancelled)) {
                 Buffers buffers = new Buffers(comm);
                 Buffers.CURRENT.set(buffers);
+                RANK.set(rank);
+                // No rank allocates device memory while a peer's kernel runs (it may wait for that kernel).
+                bootstrap.barrier();
                 try {
                     body.run(comm);
                 } finally {
