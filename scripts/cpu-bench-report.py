@@ -7,6 +7,7 @@ Reads from OUTDIR (all written by cpu-bench.sh):
   mpi-np{2,4}-bw.txt, mpi-np{2,4}-lat.txt   nccl-tests-style tables from bench/mpi_allreduce
   memcpy-t{1,2}.txt                          bench/memcpy_bw tables
   ours-np{2,4}.txt / .csv                    bin/allreduce-perf output, when it ran
+  ours-np{2,4}-reg.txt                       the same with -R 1 (shared, "registered" buffers)
   <knob>-np2-{bw,lat}.txt                    OpenMPI knob runs
   *.cmd, load-*.txt                          the exact commands and the load average
 Standard library only (the project's machines have python3 but no PyPI).
@@ -177,21 +178,28 @@ def main():
         ours = parse_nccl_table(ours_text) or parse_ours_csv(read(os.path.join(out, f"ours-np{np}.csv")))
         # Our latency from the run with OpenMPI's latency iteration counts, where it ran.
         ours_lat = parse_nccl_table(read(os.path.join(out, f"ours-np{np}-lat.txt"))) or ours
+        reg = parse_nccl_table(read(os.path.join(out, f"ours-np{np}-reg.txt")))
         p(f"## {np} ranks")
         p()
-        p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | memcpy 1T | memcpy 2T total |")
-        p("|---:|---:|---:|---:|---:|---:|")
-        met, total = 0, 0
+        p("ours = plain buffers; ours -R 1 = buffers from `Communicator.allocateShared` (nccl-tests' -R 1,")
+        p("registered buffers: from 64 KB up the all-reduce reads the peers' buffers in place).")
+        p()
+        p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | ours -R 1 busbw | -R 1 / OpenMPI | memcpy 1T | memcpy 2T total |")
+        p("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        met, met_reg, total = 0, 0, 0
         for size in sorted(mpi):
             mb = mpi[size][1]
             ob = ours[size][1] if size in ours else None
             ratio = ob / mb if ob is not None and mb > 0 else None
+            rb = reg[size][1] if size in reg else None
+            rratio = rb / mb if rb is not None and mb > 0 else None
             if size >= MB:
                 total += 1
                 met += ratio is not None and ratio >= 2.0
+                met_reg += rratio is not None and rratio >= 2.0
             m1 = memcpy1.get(size, (None, None))[0]
             m2 = memcpy2.get(size, (None, None))[1]
-            p(f"| {human(size)} | {mb:.2f} | {fmt(ob)} | {fmt(ratio)} | {fmt(m1)} | {fmt(m2)} |")
+            p(f"| {human(size)} | {mb:.2f} | {fmt(ob)} | {fmt(ratio)} | {fmt(rb)} | {fmt(rratio)} | {fmt(m1)} | {fmt(m2)} |")
         p()
         p(f"Latency (small sizes; OpenMPI{' and ours' if ours_lat is not ours else ''} from a separate run with {LAT_NOTE}):")
         p()
@@ -204,12 +212,13 @@ def main():
         p()
         p("Commands:")
         p()
-        for name in (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}", f"ours-np{np}-lat"):
+        for name in (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}", f"ours-np{np}-reg", f"ours-np{np}-lat"):
             if read(os.path.join(out, f"{name}.cmd")) is not None:
                 p(f"    {cmd(out, name)}")
         p()
         if ours:
-            summary.append(f"{np} ranks: busbw >= 2x OpenMPI at {met} of {total} sizes >= 1 MB")
+            summary.append(f"{np} ranks: busbw >= 2x OpenMPI at {met} of {total} sizes >= 1 MB with plain buffers"
+                           + (f", at {met_reg} of {total} with -R 1" if reg else ""))
             if np == 2 and 1024 in ours_lat and 1024 in lat:
                 ok = ours_lat[1024][0] <= lat[1024][0]
                 summary.append(f"2 ranks, 1 KB latency: ours {ours_lat[1024][0]:.2f} us, OpenMPI "

@@ -4,7 +4,8 @@
 # Runs, side by side in one go on this machine:
 #   - OpenMPI's MPI_Allreduce (bench/mpi_allreduce.c), 2 and 4 ranks, float32 sum, 1K..64M x2,
 #   - memcpy bandwidth at the same sizes, 1 and 2 threads (bench/memcpy_bw.c), the ceiling,
-#   - our bin/allreduce-perf with the same sizes (and the same latency run), when it exists,
+#   - our bin/allreduce-perf with the same sizes (and the same latency run), when it exists, with
+#     plain buffers and with shared ("registered", -R 1) buffers,
 #   - a few OpenMPI tuning knobs at 2 ranks, so the comparison states what the defaults left out,
 # and writes the side-by-side table to docs/perf/cpu-allreduce.md.
 #
@@ -92,6 +93,10 @@ for np in 2 4; do
     if [[ -x $ROOT/bin/allreduce-perf ]]; then
         run "ours-np$np" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" -d float -o sum -c 1 \
             --csv "$OUT/ours-np$np.csv"
+        # The same with buffers from Communicator.allocateShared (nccl-tests' -R 1: registered
+        # buffers), which lets large all-reduces read the peers' buffers in place.
+        run "ours-np$np-reg" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" -d float -o sum -c 1 -R 1 \
+            --csv "$OUT/ours-np$np-reg.csv"
         # Latency with OpenMPI's latency-run iteration counts: 20 calls of a few microseconds
         # measure one scheduler hiccup, not the call.
         run "ours-np$np-lat" "$ROOT/bin/allreduce-perf" -g $np "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -d float -o sum -c 1
