@@ -87,12 +87,17 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g "$ngpu" \
     -b 8 -e 64M -f 8 -n 20 -w 5 -c 1 > "$out/allreduce-perf-gpu.log" 2>&1
   echo "exit $?" >> "$out/allreduce-perf-gpu.log"
+  # 4 ranks on the 2 GPUs: threads of one JVM (timed), and processes (time-sliced: correctness only).
+  bench threads4 -- -b 8 -e 64M -f 8 -n 20 -w 5 --threads --ranks-per-gpu 2
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g "$ngpu" \
+    --ranks-per-gpu 2 -b 8 -e 4M -f 16 -n 5 -w 2 -c 1 -d all -o sum > "$out/allreduce-perf-gpu-4ranks.log" 2>&1
+  echo "exit $?" >> "$out/allreduce-perf-gpu-4ranks.log"
   if [ "$what" = all ]; then
     bench ll SPARKCCL_PROTO=LL -- -b 8 -e 4M -f 4 -n 20 -w 5
     bench simple SPARKCCL_PROTO=Simple -- -b 8 -e 256M -f 4 -n 20 -w 5
     bench threads -- -b 8 -e 64K -f 8 -n 50 -w 10 --threads
   fi
-  for f in "$out"/bench-*.log "$out"/nccl-*.log "$out"/allreduce-perf-gpu.log; do echo "---- $(basename "$f")"; cat "$f"; done
+  for f in "$out"/bench-*.log "$out"/nccl-*.log "$out"/allreduce-perf-gpu*.log; do echo "---- $(basename "$f")"; cat "$f"; done
   echo "== sparkccl vs NCCL (float sum, $ngpu GPUs)"
   python3 "$dev/gpu_report.py" "$out"
 fi

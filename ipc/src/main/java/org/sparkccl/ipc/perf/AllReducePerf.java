@@ -84,6 +84,12 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "ranks, each a process of this host; default ${DEFAULT-VALUE}")
     int ranks;
 
+    @Option(names = "--ranks-per-gpu", defaultValue = "1", paramLabel = "K",
+            description = "with --device gpu: K rank processes per GPU, -g x K in all, rank r on GPU r mod -g (4- and "
+                    + "8-rank rings on 2 GPUs; processes sharing a GPU time-slice, so this tests correctness, not "
+                    + "speed); default ${DEFAULT-VALUE}")
+    int ranksPerGpu;
+
     @Option(names = {"-n", "--iters"}, defaultValue = "20", paramLabel = "N",
             description = "timed iterations per size; default ${DEFAULT-VALUE}")
     int iters;
@@ -150,6 +156,9 @@ public final class AllReducePerf implements Callable<Integer> {
         if (ranks < 1) {
             throw bad("-g must be at least 1, got " + ranks);
         }
+        if (ranksPerGpu < 1) {
+            throw bad("--ranks-per-gpu must be at least 1, got " + ranksPerGpu);
+        }
         if (minBytes < 0 || maxBytes < minBytes) {
             throw bad("need 0 <= -b <= -e, got -b " + minBytes + " -e " + maxBytes);
         }
@@ -186,6 +195,9 @@ public final class AllReducePerf implements Callable<Integer> {
                 break;
             default: throw bad("--device takes cpu, gpu or auto, got '" + device + "'");
         }
+        if (ranksPerGpu > 1 && !device.equalsIgnoreCase("gpu")) {
+            throw bad("--ranks-per-gpu needs --device gpu (on the CPU, -g is the number of ranks)");
+        }
         if (register == 1 && device.equalsIgnoreCase("gpu")) {
             throw bad("-R 1 shares host memory between ranks; the GPU engine has no shared buffers yet: use --device cpu");
         }
@@ -201,7 +213,7 @@ public final class AllReducePerf implements Callable<Integer> {
     private int launch() {
         List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
         args.add("--device=" + device); // what auto resolved to, so that every rank agrees
-        LaunchResult result = RankLauncher.of(ranks, AllReducePerf.class.getName()).args(args).run();
+        LaunchResult result = RankLauncher.of(ranks * ranksPerGpu, AllReducePerf.class.getName()).args(args).run();
         if (!result.succeeded()) {
             System.err.println("allreduce-perf: " + result.failure());
         }
@@ -213,7 +225,7 @@ public final class AllReducePerf implements Callable<Integer> {
         Params params = params();
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
-            int ordinal = gpu ? me.rank() % GpuSupport.deviceCount() : me.rank();
+            int ordinal = gpu ? me.rank() % Math.min(ranks, GpuSupport.deviceCount()) : me.rank();
             String devices = describeDevices(bootstrap, gpu, ordinal);
             try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
                  PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))

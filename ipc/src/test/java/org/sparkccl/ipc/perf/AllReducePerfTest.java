@@ -49,6 +49,9 @@ class AllReducePerfTest {
         Run socket = run("--transport", "socket");
         assertEquals(2, socket.code);
         assertTrue(socket.err.contains("--transport socket is not available yet"), socket.err);
+        Run perGpu = run("--device", "cpu", "--ranks-per-gpu", "2");
+        assertEquals(2, perGpu.code);
+        assertTrue(perGpu.err.contains("--ranks-per-gpu needs --device gpu"), perGpu.err);
         Run type = run("-d", "complex");
         assertEquals(2, type.code);
         assertTrue(type.err.contains("unknown data type 'complex'"), type.err);
