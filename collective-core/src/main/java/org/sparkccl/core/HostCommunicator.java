@@ -453,14 +453,7 @@ public final class HostCommunicator implements Communicator {
 
     /** Reads the peers' shared buffers in place: see {@link DirectAllReduce}. */
     private void runDirect(long send, int sendReg, long recv, int recvReg, long count, DataType type, ReduceOp op) {
-        ensureUsable();
-        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, Protocol.SIMPLE, 0, count);
-        if (log.infoEnabled(Subsys.COLL)) {
-            log.info(Subsys.COLL, "%s direct on shared buffers", mine.describe());
-        }
-        WaitLoop wait = channels[0].wait;
-        crossCheck.start(mine, Algorithm.DIRECT);
-        wait.startCollective(mine, crossCheck);
+        CollectiveHeader mine = startAllReduce(Algorithm.DIRECT, Protocol.SIMPLE, count, type, op);
         try {
             direct.allReduce(mine, send, sendReg, recv, recvReg);
         } catch (RuntimeException e) {
@@ -471,20 +464,25 @@ public final class HostCommunicator implements Communicator {
 
     /** One exchange instead of a header and a ring: see {@link OneShotAllReduce}. */
     private void runOneShot(long send, long recv, long count, DataType type, ReduceOp op) {
-        ensureUsable();
-        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, Protocol.LL, 0, count);
-        if (log.infoEnabled(Subsys.COLL)) {
-            log.info(Subsys.COLL, "%s one-shot", mine.describe());
-        }
-        WaitLoop wait = channels[0].wait;
-        crossCheck.start(mine, Algorithm.ONE_SHOT);
-        wait.startCollective(mine, crossCheck);
+        CollectiveHeader mine = startAllReduce(Algorithm.ONE_SHOT, Protocol.LL, count, type, op);
         try {
             oneShot.allReduce(mine, send, recv);
         } catch (RuntimeException e) {
             abort(e);
             throw e;
         }
+    }
+
+    /** The next all-reduce's header, for an algorithm that waits on channel 0's loop only. */
+    private CollectiveHeader startAllReduce(Algorithm algorithm, Protocol protocol, long count, DataType type, ReduceOp op) {
+        ensureUsable();
+        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, protocol, 0, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s %s", mine.describe(), algorithm.how);
+        }
+        crossCheck.start(mine, algorithm);
+        channels[0].wait.startCollective(mine, crossCheck);
+        return mine;
     }
 
     /** Where an all-reduce's header goes, by algorithm: what {@link AlgorithmCrossCheck} looks at. */

@@ -211,15 +211,13 @@ public final class DirectAllReduce {
     }
 
     private void checkHeader(CollectiveHeader mine, long mineAt, long theirsAt, int peer) {
-        for (int i = 0; i < CollectiveHeader.BYTES; i += 4) {
-            if (UnsafeApi.getInt(theirsAt + i) != UnsafeApi.getInt(mineAt + i)) {
-                CollectiveHeader theirs = CollectiveHeader.read(theirsAt);
-                throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
-                        + " on shared buffers but rank " + peer + " called "
-                        + (theirs == null ? "something unreadable" : theirs.describe())
-                        + "; every rank must make the same collective calls, in the same order, with the same count,"
-                        + " type and op");
-            }
+        if (!CollectiveHeader.sameBytes(mineAt, theirsAt)) {
+            CollectiveHeader theirs = CollectiveHeader.read(theirsAt);
+            throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
+                    + " on shared buffers but rank " + peer + " called "
+                    + (theirs == null ? "something unreadable" : theirs.describe())
+                    + "; every rank must make the same collective calls, in the same order, with the same count,"
+                    + " type and op");
         }
     }
 

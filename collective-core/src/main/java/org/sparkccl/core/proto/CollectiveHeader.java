@@ -62,6 +62,16 @@ public final class CollectiveHeader {
                 UnsafeApi.getLong(address + 24));
     }
 
+    /** Whether the headers written at {@code a} and {@code b} are the same bytes (read without building either). */
+    public static boolean sameBytes(long a, long b) {
+        for (int i = 0; i < BYTES; i += 4) {
+            if (UnsafeApi.getInt(a + i) != UnsafeApi.getInt(b + i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     public boolean sameCall(CollectiveHeader o) {
         return o != null && sequence == o.sequence && kind == o.kind && type == o.type && op == o.op
                 && protocol == o.protocol && root == o.root && count == o.count;
