@@ -71,6 +71,14 @@ if [ "$what" = sweep ]; then
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
 fi
 
+if [ "$what" = resident ]; then
+  # Small calls through the resident kernel against a launch per call, 2 ranks and 4 (threads).
+  bench resident -- -b 8 -e 256K -f 4 -n 200 -w 50
+  bench launched SPARKCCL_RESIDENT=0 -- -b 8 -e 256K -f 4 -n 200 -w 50
+  bench threads4 -- -b 8 -e 256K -f 8 -n 100 -w 20 --threads --ranks-per-gpu 2
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
+fi
+
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "== benchmarks"
   bench auto -- -b 8 -e 256M -f 2 -n 100 -w 20
@@ -80,6 +88,8 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     > "$out/nccl-default.log" 2>&1
   NCCL_P2P_DISABLE=1 timeout 150 python3 "$dev/nccl_allreduce_bench.py" --label p2p-disabled --min 1048576 \
     --max 134217728 --iters 10 --json "$out/nccl-p2p-disabled.json" > "$out/nccl-p2p-disabled.log" 2>&1
+  # Small calls with a kernel launched per call instead of the resident kernel.
+  bench small-launched SPARKCCL_RESIDENT=0 -- -b 8 -e 64K -f 8 -n 100 -w 20
   # Where one-shot stops paying: forced one-shot against the ring from 256 KB to 8 MB.
   bench mid-1shot SPARKCCL_ALGO=OneShot SPARKCCL_ONESHOT_THRESHOLD=8M -- -b 256K -e 8M -f 2 -n 50 -w 10
   bench mid-ring SPARKCCL_ALGO=Ring -- -b 256K -e 8M -f 2 -n 50 -w 10

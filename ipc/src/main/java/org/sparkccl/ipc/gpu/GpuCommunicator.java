@@ -102,6 +102,7 @@ public final class GpuCommunicator implements Communicator {
     private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
     private int oneShotCalls;
+    private ResidentKernel resident;
     /** Set from connect's round until the first launch: see {@link InProcessConnectGate}. */
     private String gateId;
     private int ranksInProcess;
@@ -272,8 +273,12 @@ public final class GpuCommunicator implements Communicator {
 
         writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels,
                 oneShot ? oneShotLayout.inboxBytes() : 0, oneShotInboxes);
+        if (oneShot && params.get(Params.RESIDENT)) {
+            resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
+        }
         links = "ring " + prev + " -> " + rank + " -> " + next + ": receives via " + (inP2p ? "P2P" : "SHM/staged")
-                + ", sends via " + out.via() + ", " + tuner.describe();
+                + ", sends via " + out.via() + ", " + tuner.describe()
+                + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "");
         log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
     }
 
@@ -515,12 +520,17 @@ public final class GpuCommunicator implements Communicator {
         if (log.traceEnabled(Subsys.COLL)) {
             log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
         }
-        CUfunction function = module.function(plan.kernel);
+        boolean viaResident = resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
         long launchStart = System.nanoTime();
-        Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, stream.handle(),
-                kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        if (viaResident) {
+            resident.ring(argsView, seq);
+        } else {
+            CUfunction function = module.function(plan.kernel);
+            Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, stream.handle(),
+                    kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        }
         lastLaunchNanos = System.nanoTime() - launchStart;
-        waitForKernel(header);
+        waitForKernel(header, viaResident);
         lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
     }
@@ -556,7 +566,8 @@ public final class GpuCommunicator implements Communicator {
      * stop (host abort word) and the call fails naming it. The kernel has its own timeout; this one only
      * backs it up.
      */
-    private void waitForKernel(CollectiveHeader header) {
+    private void waitForKernel(CollectiveHeader header, boolean viaResident) {
+        CudaStream kernelStream = viaResident ? resident.stream() : stream;
         long start = System.nanoTime();
         long nextCheck = start + PEER_CHECK_INTERVAL_NS;
         int idles = 0;
@@ -566,7 +577,10 @@ public final class GpuCommunicator implements Communicator {
         int seq = header.sequence;
         while (statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
             ++idles;
-            if ((idles & 1023) == 0 && stream.isIdle() && statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
+            if (viaResident && (idles & 63) == 0) {
+                resident.relaunchIfMissed(statusView, seq);
+            }
+            if ((idles & 1023) == 0 && kernelStream.isIdle() && statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
                 throw fail(header, DevCommLayout.CODE_KERNEL_LOST, deadPeer);
             }
             if (idles <= spinsBeforeYield) {
@@ -744,6 +758,11 @@ public final class GpuCommunicator implements Communicator {
         if (first != null) {
             throw first;
         }
+    }
+
+    /** How often the resident one-shot kernel was launched (0 without one), for tests. */
+    int residentLaunches() {
+        return resident == null ? 0 : resident.launches();
     }
 
     /** Host time of the last kernel launch call (JCuda and the driver), for benchmarks. */

@@ -40,7 +40,10 @@ class GpuCollectivesTest {
         everyTypeAndOp("0", "Simple", "Ring");
     }
 
-    /** The one-shot all-reduce, forced for every count of the matrix (the 4 Mi + 3 ones run as a ring). */
+    /**
+     * The one-shot all-reduce, forced for every count of the matrix (the 4 Mi + 3 ones run as a ring),
+     * launched per call (the other tests use the resident kernel for small one-shot calls).
+     */
     @Test
     void everyTypeAndOpOnTwoGpusP2pOneShot() throws Exception {
         everyTypeAndOp("0", "LL", "OneShot");
@@ -60,7 +63,8 @@ class GpuCollectivesTest {
         GpuTestSupport.assumeGpus(1);
         int gpus = GpuTestSupport.gpus();
         Params params = GpuTestSupport.params("SPARKCCL_P2P_DISABLE", p2pDisable, "SPARKCCL_PROTO", proto,
-                "SPARKCCL_ALGO", algo, "SPARKCCL_ONESHOT_THRESHOLD", "1M");
+                "SPARKCCL_ALGO", algo, "SPARKCCL_ONESHOT_THRESHOLD", "1M", "SPARKCCL_RESIDENT",
+                algo.equals("OneShot") ? "0" : "1");
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         GpuTestSupport.runRanks(2, gpus, params, comm -> {
             if (comm.rank() == 0) {
@@ -135,7 +139,12 @@ class GpuCollectivesTest {
                     long count = i % 5 == 3 ? (1L << 20) + i : i % 7 == 0 ? 1 : 1023 + i;
                     record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT32, ReduceOp.SUM, count,
                             (i & 1) == 0, ReferenceCheck.seed(5, i)));
+                    if (i % 40 == 39) {
+                        Thread.sleep(10); // longer than the resident kernel's idle time: it ends, and comes back
+                    }
                 }
+                assertTrue(comm.residentLaunches() > 1, "the resident kernel should have ended and restarted: "
+                        + comm.residentLaunches() + " launch(es)");
             });
             assertTrue(failures.isEmpty(), ranks + " ranks: " + failures);
         }
