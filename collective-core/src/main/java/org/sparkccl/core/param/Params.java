@@ -35,9 +35,10 @@ public final class Params {
     public static final Param<Boolean> P2P_DISABLE = define("P2P_DISABLE", false,
             "1 disables GPU peer-to-peer (CUDA IPC) transports; GPUs then stage through host memory",
             Params::parseBoolean);
-    public static final Param<Boolean> RESIDENT = define("RESIDENT", true,
+    public static final Param<String> RESIDENT = define("RESIDENT", "auto",
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
-                    + " ends after 2 ms without calls); 0 launches a kernel for every call", Params::parseBoolean);
+                    + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"
+                    + " holds only one rank of the communicator", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
     public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
             "1 disables the shared-memory transport", Params::parseBoolean);
     public static final Param<Long> BUFFSIZE = define("BUFFSIZE", 1L << 20,

@@ -273,7 +273,11 @@ public final class GpuCommunicator implements Communicator {
 
         writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels,
                 oneShot ? oneShotLayout.inboxBytes() : 0, oneShotInboxes);
-        if (oneShot && params.get(Params.RESIDENT)) {
+        // Auto: only where this process holds one rank. With several ranks (threads) per process, 4 ranks
+        // on 2 GPUs showed calls of ~2 ms (the resident kernel's idle time) now and then: something there
+        // waits for the GPU while another rank's resident kernel idles; not understood yet.
+        String residentSetting = params.get(Params.RESIDENT).trim();
+        if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && ranksInProcess == 1)) {
             resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
         }
         links = "ring " + prev + " -> " + rank + " -> " + next + ": receives via " + (inP2p ? "P2P" : "SHM/staged")

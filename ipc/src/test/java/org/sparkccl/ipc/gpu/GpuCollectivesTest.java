@@ -132,7 +132,7 @@ class GpuCollectivesTest {
         int gpus = GpuTestSupport.gpus();
         for (int ranks : new int[] {2, 4}) {
             List<String> failures = Collections.synchronizedList(new ArrayList<>());
-            GpuTestSupport.runRanks(ranks, gpus, GpuTestSupport.params(), comm -> {
+            GpuTestSupport.runRanks(ranks, gpus, GpuTestSupport.params("SPARKCCL_RESIDENT", "1"), comm -> {
                 assertEquals("1shot", comm.algorithmFor(1023, DataType.FLOAT32));
                 assertTrue(!comm.algorithmFor(1L << 20, DataType.FLOAT32).equals("1shot"), "4 MB runs as a ring");
                 for (int i = 0; i < 240; i++) {
