@@ -59,7 +59,13 @@ public final class AllReducePerf implements Callable<Integer> {
      * at 2-3 us (it starts near 50 us); 2 000 left the table timing half-compiled code.
      */
     private static final int JIT_WARMUP_SMALL_CALLS = 30000;
-    private static final int JIT_WARMUP_MID_CALLS = 20;
+    /**
+     * Calls at 128 KB, the smallest size of the large-message paths (Simple ring; direct on shared
+     * buffers): measured with -R 1, 20 calls at 1 MB left the direct path to be compiled inside the
+     * first timed rows above 64 KB (128 KB - 1 MB rows at a quarter of their later speed).
+     */
+    private static final int JIT_WARMUP_MID_CALLS = 2000;
+    private static final int JIT_WARMUP_LARGE_CALLS = 50;
 
     @Spec
     private CommandSpec spec;
@@ -376,14 +382,15 @@ public final class AllReducePerf implements Callable<Integer> {
         /**
          * The JVM runs a loop interpreted until it has run hot (thousands of passes): a few nccl-tests
          * warm-up calls leave small sizes timing the interpreter. So, once per sweep, every rank makes
-         * the same fixed number of small (LL) and mid-size (Simple) calls before anything is timed.
+         * the same fixed number of small (one-shot), mid-size and large calls before anything is timed.
          */
         private void warmUpJit(DataType type, ReduceOp reduceOp) {
             if (comm.memoryKind() != org.sparkccl.core.MemoryKind.HOST) {
                 return; // the device does the work; the host side warms up in the -w calls
             }
             long small = Math.max(1, Math.min(maxBytes, 4096) / type.size());
-            long mid = Math.max(1, Math.min(maxBytes, 1L << 20) / type.size());
+            long mid = Math.max(1, Math.min(maxBytes, 128L << 10) / type.size());
+            long large = Math.max(1, Math.min(maxBytes, 1L << 20) / type.size());
             // In place and out of place alternate: a path the JIT has not seen (send == recv) would
             // otherwise deoptimize and recompile inside the first in-place timing.
             for (int i = 0; i < JIT_WARMUP_SMALL_CALLS; i++) {
@@ -391,6 +398,9 @@ public final class AllReducePerf implements Callable<Integer> {
             }
             for (int i = 0; i < JIT_WARMUP_MID_CALLS; i++) {
                 comm.allReduce(i % 2 == 0 ? send : recv, recv, mid, type, reduceOp);
+            }
+            for (int i = 0; i < JIT_WARMUP_LARGE_CALLS; i++) {
+                comm.allReduce(i % 2 == 0 ? send : recv, recv, large, type, reduceOp);
             }
         }
 
