@@ -49,6 +49,8 @@ public final class HostCommunicator implements Communicator {
     static final String ENTRY_REGION = "host.region";
     static final String ENTRY_LAYOUT = "host.layout";
     private static final long CHANNEL_ALIGN_BYTES = 64;
+    /** Busy-wait polls before yielding when ranks outnumber cores: see {@link #spinsBeforeYield}. */
+    static final int OVERSUBSCRIBED_SPINS = 20;
 
     private final int rank;
     private final int size;
@@ -202,7 +204,7 @@ public final class HostCommunicator implements Communicator {
                 }
             }
         });
-        int spins = params.get(Params.SPINS_BEFORE_YIELD);
+        int spins = spinsBeforeYield(params, size);
         long timeoutMs = params.get(Params.TIMEOUT_MS);
 
         // Once every peer has the region open, its name can go: nothing is left behind if a process dies later.
@@ -251,6 +253,21 @@ public final class HostCommunicator implements Communicator {
         }
         log.info(Subsys.TUNING, "%s", tuner.describe());
         log.info(Subsys.INIT, "communicator ready: rank %d of %d", rank, size);
+    }
+
+    /**
+     * {@code SPINS_BEFORE_YIELD} where set; else its default, or {@link #OVERSUBSCRIBED_SPINS} when
+     * this host's ranks (all of them: the host engine runs on one host) outnumber its cores, where a
+     * spinning rank holds the core a peer needs to make progress (as OpenMPI turns on
+     * {@code mpi_yield_when_idle} when it sees more ranks than slots). Measured, 4 rank threads on 2
+     * cores, direct all-reduce 256 KB - 16 MB: 3.8-6.0 GB/s busbw with 20 spins against 0.8-5.2
+     * with 2000.
+     */
+    static int spinsBeforeYield(Params params, int ranksOnHost) {
+        if (params.isSet(Params.SPINS_BEFORE_YIELD) || ranksOnHost <= Runtime.getRuntime().availableProcessors()) {
+            return params.get(Params.SPINS_BEFORE_YIELD);
+        }
+        return OVERSUBSCRIBED_SPINS;
     }
 
     private MemoryTransport chooseExposingTransport(List<MemoryTransport> transports) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.Random;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.sparkccl.core.param.Params;
@@ -51,5 +52,15 @@ class HostCommunicatorTest {
         }
         assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm());
         assertTrue(HostStagingBuffer.outstandingBytes() == 0);
+    }
+
+    @Test
+    void waitsSpinLessWhenRanksOutnumberCoresUnlessTheUserSaidOtherwise() {
+        int cores = Runtime.getRuntime().availableProcessors();
+        int spins = Params.SPINS_BEFORE_YIELD.defaultValue();
+        assertEquals(spins, HostCommunicator.spinsBeforeYield(Params.defaults(), cores));
+        assertEquals(HostCommunicator.OVERSUBSCRIBED_SPINS, HostCommunicator.spinsBeforeYield(Params.defaults(), cores + 1));
+        Params set = Params.defaults().withOverrides(Map.of("SPARKCCL_SPINS_BEFORE_YIELD", "5000"));
+        assertEquals(5000, HostCommunicator.spinsBeforeYield(set, cores + 1));
     }
 }

@@ -48,7 +48,8 @@ public final class Params {
     public static final Param<Integer> NCHANNELS = define("NCHANNELS", 0,
             "number of channels (parallel rings); 0 lets sparkccl choose", Integer::parseInt);
     public static final Param<Integer> SPINS_BEFORE_YIELD = define("SPINS_BEFORE_YIELD", 2000,
-            "busy-wait polls before a waiting rank starts to yield its core", Integer::parseInt);
+            "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
+                    + " the host's ranks outnumber its cores)", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,
