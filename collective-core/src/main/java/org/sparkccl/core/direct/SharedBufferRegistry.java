@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.log.CclLog;
@@ -29,6 +30,9 @@ public final class SharedBufferRegistry {
     public static final int RECORD_BYTES = 1024;
     private static final int OK = 1;
     private static final int FAILED = 2;
+    private static final long PAGE_BYTES = 4096;
+    @SuppressWarnings("unused")
+    private static volatile int touched;
 
     /** The communicator's own collectives, through which the records travel. */
     public interface Exchange {
@@ -88,6 +92,7 @@ public final class SharedBufferRegistry {
             for (int p = 0; p < size; p++) {
                 if (p != rank) {
                     regions[p] = peerTransports[p].open(payload(records[p]), infos[p]);
+                    mapEveryPage(regions[p]);
                 }
             }
             exchange.barrier(); // every peer has our region open: its name can go
@@ -106,6 +111,23 @@ public final class SharedBufferRegistry {
         log.info(Subsys.SHM, "shared buffer #%d: %d bytes via %s, mapped by every rank", registration, bytes,
                 exposing.name());
         return buffer;
+    }
+
+    /**
+     * Reads one byte of every page of a peer's region, so that this process's page tables map all
+     * of it now: each process maps a shared segment page by page on first touch, and the first
+     * direct all-reduce over a range a rank had not read yet paid those faults inside the call
+     * (measured, 2 rank JVMs, -R 1: the first call of each row 2.6 ms at 2 MB, 6 ms at 4 MB, 9.7 ms
+     * at 8 MB, against 0.2-1.5 ms for the calls after it).
+     */
+    private static void mapEveryPage(SharedRegion region) {
+        long address = region.address();
+        long size = region.size();
+        int sum = 0;
+        for (long at = 0; at < size; at += PAGE_BYTES) {
+            sum += UnsafeApi.getByteVolatile(null, address + at);
+        }
+        touched = sum; // keeps the reads from being optimized away
     }
 
     /** The registration holding {@code [address, address + bytes)} on this rank, or -1. */
