@@ -17,7 +17,8 @@ import org.sparkccl.ipc.launch.LaunchedRank;
 /**
  * One rank of {@link MultiProcessFaultTest}. Modes:
  * <ul>
- *   <li>{@code kill VICTIM COUNT}: every rank all-reduces COUNT floats in a loop; after a few rounds
+ *   <li>{@code kill VICTIM COUNT plain|shared}: every rank all-reduces COUNT floats in a loop (in
+ *       plain memory, or in a buffer from {@code allocateShared}: the direct all-reduce); after a few rounds
  *       rank VICTIM has itself SIGKILLed from another thread, in the middle of a collective. It prints
  *       {@code KILLING <epoch ms>} first; survivors print {@code CAUGHT <epoch ms> <failed rank> <message>}
  *       and exit 0 when the error names the victim.</li>
@@ -35,7 +36,8 @@ public final class FaultRank {
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(2))) {
             switch (args[0]) {
                 case "kill":
-                    System.exit(kill(bootstrap, Integer.parseInt(args[1]), Integer.parseInt(args[2])));
+                    System.exit(kill(bootstrap, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
+                            args[3].equals("shared")));
                     break;
                 case "mismatch":
                     System.exit(mismatch(bootstrap));
@@ -46,12 +48,12 @@ public final class FaultRank {
         }
     }
 
-    private static int kill(TcpBootstrap bootstrap, int victim, int count) throws InterruptedException {
+    private static int kill(TcpBootstrap bootstrap, int victim, int count, boolean shared) throws InterruptedException {
         int rank = bootstrap.rank();
-        ByteBuffer buffer = BufferUtil.allocateDirectAligned(count * 4, 64);
-        long address = BufferUtil.address(buffer);
-        new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, bootstrap.size(), 1).fillInput(rank, address, 0, count);
         Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment());
+        ByteBuffer buffer = BufferUtil.allocateDirectAligned(count * 4, 64);
+        long address = shared ? comm.allocateShared(count * 4L).address() : BufferUtil.address(buffer);
+        new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, bootstrap.size(), 1).fillInput(rank, address, 0, count);
         try {
             for (long round = 0; ; round++) {
                 if (rank == victim && round == 20) {

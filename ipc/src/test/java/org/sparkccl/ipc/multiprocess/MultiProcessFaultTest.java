@@ -23,12 +23,12 @@ class MultiProcessFaultTest {
     /** The bound: survivors fail naming the dead rank within 10 s of its death. */
     private static final long DETECTION_BOUND_MS = 10_000;
 
-    @ParameterizedTest(name = "{0} ranks, rank {1} killed, {2} floats")
-    @CsvSource({"3, 1, 1048576", "4, 0, 1000"})
-    void aRankKilledMidCollectiveIsNamedByEveryOtherRank(int n, int victim, int count) {
+    @ParameterizedTest(name = "{0} ranks, rank {1} killed, {2} floats, {3} buffers")
+    @CsvSource({"3, 1, 1048576, plain", "4, 0, 1000, plain", "2, 1, 1048576, shared"})
+    void aRankKilledMidCollectiveIsNamedByEveryOtherRank(int n, int victim, int count, String buffers) {
         Map<Integer, List<String>> lines = new ConcurrentHashMap<>();
         LaunchResult result = RankLauncher.of(n, FaultRank.class.getName())
-                .args("kill", Integer.toString(victim), Integer.toString(count))
+                .args("kill", Integer.toString(victim), Integer.toString(count), buffers)
                 .jvmOptions("-XX:+UseSerialGC", "-Xmx128m")
                 .output(null, System.err)
                 .onLine((rank, stderr, line) -> lines.computeIfAbsent(rank, r -> new CopyOnWriteArrayList<>()).add(line))
