@@ -35,12 +35,16 @@ class GradientBufferAllReduceTest {
     static List<Arguments> cases() {
         List<Arguments> list = new ArrayList<>();
         for (ElementType type : ElementType.values()) {
-            list.add(Arguments.of(3, type, ReduceOp.SUM, layout(1009)));
+            list.add(Arguments.of(3, type, ReduceOp.SUM, layout(1009), false));
         }
-        list.add(Arguments.of(4, ElementType.FLOAT32, ReduceOp.SUM, layout(262_147))); // ~1 MB: past the LL sizes
-        list.add(Arguments.of(2, ElementType.FLOAT32, ReduceOp.AVG, layout(1)));
-        list.add(Arguments.of(3, ElementType.FLOAT64, ReduceOp.MAX, layout(4099)));
-        list.add(Arguments.of(4, ElementType.BFLOAT16, ReduceOp.SUM, layout(70_001)));
+        list.add(Arguments.of(4, ElementType.FLOAT32, ReduceOp.SUM, layout(262_147), false)); // ~1 MB: past the LL sizes
+        list.add(Arguments.of(2, ElementType.FLOAT32, ReduceOp.AVG, layout(1), false));
+        list.add(Arguments.of(3, ElementType.FLOAT64, ReduceOp.MAX, layout(4099), false));
+        list.add(Arguments.of(4, ElementType.BFLOAT16, ReduceOp.SUM, layout(70_001), false));
+        // Shared memory: from 64 KB the all-reduce reads the peers' gradient buffers in place.
+        list.add(Arguments.of(2, ElementType.FLOAT32, ReduceOp.SUM, layout(262_147), true));
+        list.add(Arguments.of(3, ElementType.FLOAT64, ReduceOp.MAX, layout(20_011), true));
+        list.add(Arguments.of(2, ElementType.FLOAT32, ReduceOp.AVG, layout(7), true));
         return list;
     }
 
@@ -55,9 +59,10 @@ class GradientBufferAllReduceTest {
         return TensorLayout.builder().add("w", rows, cols).add("b", bias).add("rest", total - rows * cols - bias).build();
     }
 
-    @ParameterizedTest(name = "{0} ranks, {1} {2}, {3}")
+    @ParameterizedTest(name = "{0} ranks, {1} {2}, {3}, shared memory {4}")
     @MethodSource("cases")
-    void reducesInPlaceOnArrowMemory(int n, ElementType type, ReduceOp op, TensorLayout layout) throws Exception {
+    void reducesInPlaceOnArrowMemory(int n, ElementType type, ReduceOp op, TensorLayout layout, boolean shared)
+            throws Exception {
         double[][] stored = new double[n][];
         double[][] results = new double[n][];
         long[] allocatedAfterClose = new long[n];
@@ -70,7 +75,7 @@ class GradientBufferAllReduceTest {
                 ranks.add(pool.submit(() -> {
                     try (Bootstrap bootstrap = rank == 0 ? rendezvous.awaitRanks()
                             : TcpBootstrap.connect(address, rank, n, TIMEOUT, "arrow")) {
-                        runRank(bootstrap, type, op, layout, stored, results, allocatedAfterClose);
+                        runRank(bootstrap, type, op, layout, shared, stored, results, allocatedAfterClose);
                     }
                     return null;
                 }));
@@ -102,14 +107,25 @@ class GradientBufferAllReduceTest {
         assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm(), "LOCAL regions left behind");
     }
 
-    private static void runRank(Bootstrap bootstrap, ElementType type, ReduceOp op, TensorLayout layout,
+    private static void runRank(Bootstrap bootstrap, ElementType type, ReduceOp op, TensorLayout layout, boolean shared,
             double[][] stored, double[][] results, long[] allocatedAfterClose) {
         int rank = bootstrap.rank();
-        OffHeapMemorySource source = new OffHeapMemorySource();
         BufferAllocator allocator = new RootAllocator();
+        HostMemorySource source;
         try (Communicator comm = HostCommunicator.create(bootstrap, List.of(new LocalMemoryTransport()),
-                Params.defaults());
-             GradientBuffer g = GradientBuffer.allocate(allocator, "gradients", layout, type, source)) {
+                Params.defaults())) {
+            source = shared ? new SharedHostMemorySource(comm) : new OffHeapMemorySource();
+            reduce(comm, allocator, source, type, op, layout, stored, results);
+        }
+        allocatedAfterClose[rank] = allocator.getAllocatedMemory();
+        assertEquals(0, source.outstandingBytes());
+        allocator.close();
+    }
+
+    private static void reduce(Communicator comm, BufferAllocator allocator, HostMemorySource source, ElementType type,
+            ReduceOp op, TensorLayout layout, double[][] stored, double[][] results) {
+        int rank = comm.rank();
+        try (GradientBuffer g = GradientBuffer.allocate(allocator, "gradients", layout, type, source)) {
             Random rnd = new Random(1000L * rank + type.ordinal());
             double[] values = new double[(int) g.elementCount()];
             for (int i = 0; i < values.length; i++) {
@@ -124,9 +140,6 @@ class GradientBufferAllReduceTest {
             assertEquals(address, g.vector().getDataBuffer().memoryAddress(), "reduced in place");
             results[rank] = g.toDoubleArray();
         }
-        allocatedAfterClose[rank] = allocator.getAllocatedMemory();
-        assertEquals(0, source.outstandingBytes());
-        allocator.close();
     }
 
     private static double reference(double[][] stored, int i, ReduceOp op) {

@@ -4,7 +4,7 @@ import java.util.Arrays;
 import org.apache.arrow.memory.BufferAllocator;
 import org.sparkccl.arrow.ElementType;
 import org.sparkccl.arrow.GradientBuffer;
-import org.sparkccl.arrow.HostMemorySources;
+import org.sparkccl.arrow.HostMemorySource;
 import org.sparkccl.arrow.TensorInfo;
 import org.sparkccl.arrow.TensorLayout;
 
@@ -22,6 +22,7 @@ final class HostStepEngine implements StepEngine {
     private final Shard shard;
     private final StepCollectives collectives;
     private final int params;
+    private final HostMemorySource gradientMemory;
     private final GradientBuffer gradients;
     private final float[] weights;
     private final float[][] slots;
@@ -36,8 +37,9 @@ final class HostStepEngine implements StepEngine {
         this.collectives = collectives;
         TensorLayout layout = model.layout();
         this.params = (int) layout.elementCount();
+        this.gradientMemory = collectives.gradientMemory();
         this.gradients = GradientBuffer.allocate(allocator, "gradients", withBatchTotals(layout), ElementType.FLOAT32,
-                HostMemorySources.preferred());
+                gradientMemory);
         this.weights = new float[params];
         this.slots = new float[optimizer.slotNames().length][params];
         this.sum = new double[params];
@@ -98,7 +100,7 @@ final class HostStepEngine implements StepEngine {
 
     @Override
     public String describe() {
-        return "on the CPU (gradients all-reduced from an Arrow buffer in " + HostMemorySources.preferred().name()
+        return "on the CPU (gradients all-reduced from an Arrow buffer in " + gradientMemory.name()
                 + " host memory)";
     }
 

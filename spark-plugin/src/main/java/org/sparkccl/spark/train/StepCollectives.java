@@ -1,7 +1,11 @@
 package org.sparkccl.spark.train;
 
 import org.sparkccl.arrow.GradientBuffer;
+import org.sparkccl.arrow.HostMemorySource;
+import org.sparkccl.arrow.HostMemorySources;
+import org.sparkccl.arrow.SharedHostMemorySource;
 import org.sparkccl.core.Communicator;
+import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.ReduceOp;
 
 /** The two collectives training needs, over a communicator or, for the single-process reference, over nothing. */
@@ -15,6 +19,14 @@ public interface StepCollectives {
 
     /** In place: rank 0's values on every rank. */
     void broadcastFromRank0(GradientBuffer buffer);
+
+    /**
+     * Where a CPU engine allocates its gradient buffer (every rank at the same point: allocating
+     * may be collective): the memory these collectives reduce fastest.
+     */
+    default HostMemorySource gradientMemory() {
+        return HostMemorySources.preferred();
+    }
 
     /**
      * Over {@code comm}, in place on the buffers' memory: host addresses for a host communicator;
@@ -41,6 +53,14 @@ public interface StepCollectives {
             @Override
             public void broadcastFromRank0(GradientBuffer buffer) {
                 buffer.broadcast(comm, 0);
+            }
+
+            @Override
+            public HostMemorySource gradientMemory() {
+                // A host communicator's shared buffers: large gradient all-reduces then read the
+                // peers' buffers in place (the direct all-reduce) instead of staging every byte.
+                return comm.memoryKind() == MemoryKind.HOST ? new SharedHostMemorySource(comm)
+                        : HostMemorySources.preferred();
             }
         };
     }
