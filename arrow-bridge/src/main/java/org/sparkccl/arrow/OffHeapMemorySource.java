@@ -36,8 +36,7 @@ public final class OffHeapMemorySource implements HostMemorySource {
                     + "buffer: " + e.getMessage() + "; free some memory or give the process more");
         }
         long aligned = (raw + ALIGNMENT - 1) & -ALIGNMENT;
-        outstanding.addAndGet(bytes);
-        return new Block(raw, aligned, bytes);
+        return new AccountedBlock(aligned, bytes, outstanding, () -> MemoryUtil.freeMemory(raw));
     }
 
     @Override
@@ -48,37 +47,5 @@ public final class OffHeapMemorySource implements HostMemorySource {
     @Override
     public String toString() {
         return NAME;
-    }
-
-    private final class Block implements HostMemoryBlock {
-        private final long raw;
-        private final long address;
-        private final long size;
-        private boolean freed;
-
-        Block(long raw, long address, long size) {
-            this.raw = raw;
-            this.address = address;
-            this.size = size;
-        }
-
-        @Override
-        public long address() {
-            return address;
-        }
-
-        @Override
-        public long size() {
-            return size;
-        }
-
-        @Override
-        public synchronized void close() {
-            if (!freed) {
-                freed = true;
-                MemoryUtil.freeMemory(raw);
-                outstanding.addAndGet(-size);
-            }
-        }
     }
 }

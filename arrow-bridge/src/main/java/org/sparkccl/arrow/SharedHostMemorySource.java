@@ -43,8 +43,7 @@ public final class SharedHostMemorySource implements HostMemorySource {
         int align = OffHeapMemorySource.ALIGNMENT;
         SharedBuffer shared = comm.allocateShared(bytes + align - 1);
         long aligned = (shared.address() + align - 1) & -align;
-        outstanding.addAndGet(bytes);
-        return new Block(shared, aligned, bytes);
+        return new AccountedBlock(aligned, bytes, outstanding, shared::close);
     }
 
     @Override
@@ -55,37 +54,5 @@ public final class SharedHostMemorySource implements HostMemorySource {
     @Override
     public String toString() {
         return NAME;
-    }
-
-    private final class Block implements HostMemoryBlock {
-        private final SharedBuffer shared;
-        private final long address;
-        private final long size;
-        private boolean freed;
-
-        Block(SharedBuffer shared, long address, long size) {
-            this.shared = shared;
-            this.address = address;
-            this.size = size;
-        }
-
-        @Override
-        public long address() {
-            return address;
-        }
-
-        @Override
-        public long size() {
-            return size;
-        }
-
-        @Override
-        public synchronized void close() {
-            if (!freed) {
-                freed = true;
-                shared.close();
-                outstanding.addAndGet(-size);
-            }
-        }
     }
 }
