@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.sparkccl.ipc.launch.LaunchResult;
@@ -28,20 +27,13 @@ class MultiProcessCollectivesTest {
     @ValueSource(ints = {1, 2, 3, 4, 5, 8})
     void everyCollectiveMatchesTheReferenceAndIsIdenticalOnEveryRank(int n) {
         boolean large = LARGE_GROUPS.contains(n);
-        Map<Integer, Map<String, String>> cases = new ConcurrentHashMap<>();
         long start = System.nanoTime();
-        LaunchResult result = RankLauncher.of(n, CollectiveMatrixRank.class.getName())
+        RankReports reports = RankReports.run(RankLauncher.of(n, CollectiveMatrixRank.class.getName())
                 .args(large ? "large" : "small")
                 .jvmOptions("-XX:+UseSerialGC", "-Xmx256m")
                 .output(null, System.err)
-                .onLine((rank, stderr, line) -> {
-                    if (!stderr && line.startsWith("CASE ")) {
-                        String[] parts = line.split(" ", 3);
-                        cases.computeIfAbsent(rank, r -> new ConcurrentHashMap<>()).put(parts[1], parts[2]);
-                    }
-                })
-                .timeout(Duration.ofMinutes(8))
-                .run();
+                .timeout(Duration.ofMinutes(8)));
+        LaunchResult result = reports.result;
         System.out.printf("%d ranks: %.1f s%n", n, (System.nanoTime() - start) / 1e9);
         if (!result.succeeded()) {
             StringBuilder tails = new StringBuilder();
@@ -55,11 +47,11 @@ class MultiProcessCollectivesTest {
 
         int expected = CollectiveMatrixRank.PROTOCOLS.size() * CollectiveMatrixRank.casesPerProtocol(large);
         for (int r = 0; r < n; r++) {
-            assertEquals(expected, cases.getOrDefault(r, Map.of()).size(), "cases reported by rank " + r);
+            assertEquals(expected, reports.cases(r).size(), "cases reported by rank " + r);
         }
-        for (Map.Entry<String, String> c : new TreeMap<>(cases.get(0)).entrySet()) {
+        for (Map.Entry<String, String> c : new TreeMap<>(reports.cases(0)).entrySet()) {
             for (int r = 0; r < n; r++) {
-                String line = cases.get(r).get(c.getKey());
+                String line = reports.cases(r).get(c.getKey());
                 assertTrue(line.startsWith("wrong=0 "), "rank " + r + ", " + c.getKey() + ": " + line);
                 String crc = line.substring(line.indexOf("crc=") + 4);
                 if (!crc.equals("-")) {

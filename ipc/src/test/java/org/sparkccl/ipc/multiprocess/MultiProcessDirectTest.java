@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.sparkccl.core.DataType;
@@ -27,36 +25,23 @@ class MultiProcessDirectTest {
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3})
     void directAllReduceAcrossProcesses(int n) {
-        Map<Integer, Map<String, String>> cases = new ConcurrentHashMap<>();
-        Map<Integer, List<String>> other = new ConcurrentHashMap<>();
-        LaunchResult result = RankLauncher.of(n, DirectRank.class.getName())
+        RankReports reports = RankReports.run(RankLauncher.of(n, DirectRank.class.getName())
                 .jvmOptions("-XX:+UseSerialGC", "-Xmx128m")
                 .output(null, System.err)
-                .onLine((rank, stderr, line) -> {
-                    if (stderr) {
-                        return;
-                    }
-                    if (line.startsWith("CASE ")) {
-                        String[] parts = line.split(" ", 3);
-                        cases.computeIfAbsent(rank, r -> new ConcurrentHashMap<>()).put(parts[1], parts[2]);
-                    } else {
-                        other.computeIfAbsent(rank, r -> new CopyOnWriteArrayList<>()).add(line);
-                    }
-                })
-                .timeout(Duration.ofMinutes(4))
-                .run();
+                .timeout(Duration.ofMinutes(4)));
+        LaunchResult result = reports.result;
         if (!result.succeeded()) {
-            fail(result.failure() + " " + other);
+            fail(result.failure() + " " + reports.allOther());
         }
         int expected = DataType.values().length * ReduceOp.values().length * DirectRank.COUNTS.length * 2 + 1;
         for (int r = 0; r < n; r++) {
-            assertEquals(expected, cases.getOrDefault(r, Map.of()).size(), "cases reported by rank " + r);
-            for (Map.Entry<String, String> c : cases.get(0).entrySet()) {
-                String line = cases.get(r).get(c.getKey());
+            assertEquals(expected, reports.cases(r).size(), "cases reported by rank " + r);
+            for (Map.Entry<String, String> c : reports.cases(0).entrySet()) {
+                String line = reports.cases(r).get(c.getKey());
                 assertTrue(line.startsWith("wrong=0 fold=same "), "rank " + r + ", " + c.getKey() + ": " + line);
                 assertEquals(c.getValue(), line, "rank " + r + " differs from rank 0 in " + c.getKey());
             }
-            List<String> lines = other.getOrDefault(r, List.of());
+            List<String> lines = reports.other(r);
             String caught = lines.stream().filter(l -> l.startsWith("CAUGHT ")).findFirst().orElse("none: " + lines);
             assertTrue(caught.contains("count 100000") && !caught.contains("timed out"), "rank " + r + ": " + caught);
             assertTrue(lines.contains("MAPPED 0"), "rank " + r + " still maps /dev/shm: " + lines);
