@@ -237,7 +237,7 @@ public final class GpuCommunicator implements Communicator {
         boolean oneShot = oneShotCapacity > 0 && allPairsP2p;
         int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
         channels = Math.min(channels, Math.max(1, MAX_BLOCKS_PER_GPU / mostRanksOnOneGpu(gpus)));
-        tuner = new GpuTuner(params, layout, channels, oneShot ? size : 0);
+        tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0);
         boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
         boolean outP2p = GpuRankInfo.p2pLink(gpus[rank], gpus[next]);
 

@@ -50,17 +50,17 @@ final class GpuTuner {
     }
 
     /**
-     * @param oneShotRanks the communicator's size where it set up one-shot inboxes (every pair of GPUs is
-     *                     P2P), else 0
+     * @param oneShotThreshold the largest all-reduce in bytes that runs one-shot: what the communicator's
+     *                         inboxes hold ({@link #oneShotCapacity}) where every pair of GPUs is P2P, else 0
      */
-    GpuTuner(Params params, ChannelLayout layout, int maxChannels, int oneShotRanks) {
+    GpuTuner(Params params, ChannelLayout layout, int maxChannels, long oneShotThreshold) {
         String proto = params.get(Params.PROTO).trim();
         this.forced = "auto".equalsIgnoreCase(proto) ? null : Protocol.fromName(proto);
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_LL_THRESHOLD : t;
         this.layout = layout;
         this.maxChannels = maxChannels;
-        this.oneShotThreshold = oneShotRanks > 0 ? oneShotCapacity(params, oneShotRanks) : 0;
+        this.oneShotThreshold = oneShotThreshold;
         this.oneShotForced = "OneShot".equalsIgnoreCase(params.get(Params.ALGO).trim());
     }
 
