@@ -687,14 +687,20 @@ struct Cut {
 // The last block to finish tells the host, through mapped host memory, that this collective is
 // complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
 // Every block's results are fenced to system scope before it counts itself.
+// The completion report the host polls (every kernel's, launched or resident): the end time, then
+// the call's sequence number with a system-scope release. The caller has fenced its block's results.
+__device__ void reportDone(volatile int32_t* hostStatus, uint32_t seq) {
+    *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
+    __threadfence_system();
+    stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)seq);
+}
+
 __device__ void finish(const DevComm* comm, uint32_t seq, volatile int32_t* hostStatus) {
     __threadfence_system();
     unsigned int* done = (unsigned int*)comm->blocksDone;
     if (atomicAdd(done, 1u) == gridDim.x - 1) {
         atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
-        *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
-        __threadfence_system();
-        stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)seq);
+        reportDone(hostStatus, seq);
     }
 }
 
@@ -982,8 +988,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         }
         if (threadIdx.x == 0) {
             __threadfence_system();
-            *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
-            stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)a.seq);
+            reportDone(hostStatus, a.seq);
         }
         last = seq;
         idleSince = globalTimerNs();
