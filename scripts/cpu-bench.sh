@@ -21,9 +21,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/target/cpu-bench
 REPORT=$ROOT/docs/perf/cpu-allreduce.md
 SIZES=(-b 1K -e 64M -f 2)
-# Bandwidth runs use nccl-tests' default iteration counts; latency runs (small sizes only) use
-# many more iterations, since a few microseconds per call need thousands of calls to settle.
-BW_ITERS=(-w 5 -n 20)
+# Bandwidth runs: 10 untimed calls per size, then 100 timed ones, for both OpenMPI and ours
+# (nccl-tests' defaults are -w 5 -n 20: on this shared 2-core machine one lost time slice of 4 ms
+# inside 20 calls of 100 us made a row 3x slower, for either side; 100 calls let such rows
+# average out). Latency runs (small sizes only) use many more iterations, since a few
+# microseconds per call need thousands of calls to settle.
+BW_ITERS=(-w 10 -n 100)
 LAT_SIZES=(-b 1K -e 64K -f 2)
 LAT_ITERS=(-w 200 -n 2000)
 RUN_TIMEOUT=600
@@ -91,11 +94,11 @@ for np in 2 4; do
     run "mpi-np$np-bw" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${SIZES[@]}" "${BW_ITERS[@]}" -c 1
     run "mpi-np$np-lat" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -c 1
     if [[ -x $ROOT/bin/allreduce-perf ]]; then
-        run "ours-np$np" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" -d float -o sum -c 1 \
+        run "ours-np$np" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum -c 1 \
             --csv "$OUT/ours-np$np.csv"
         # The same with buffers from Communicator.allocateShared (nccl-tests' -R 1: registered
         # buffers), which lets large all-reduces read the peers' buffers in place.
-        run "ours-np$np-reg" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" -d float -o sum -c 1 -R 1 \
+        run "ours-np$np-reg" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum -c 1 -R 1 \
             --csv "$OUT/ours-np$np-reg.csv"
         # Latency with OpenMPI's latency-run iteration counts: 20 calls of a few microseconds
         # measure one scheduler hiccup, not the call.

@@ -66,6 +66,16 @@ public final class AllReducePerf implements Callable<Integer> {
      */
     private static final int JIT_WARMUP_MID_CALLS = 2000;
     private static final int JIT_WARMUP_LARGE_CALLS = 50;
+    /**
+     * CPU ranks compile with C2 only. With tiered compilation the hot path kept being recompiled
+     * (C1 to C2) and deoptimized after the warm-up, and on a machine with as many cores as ranks each
+     * compiler run takes a rank's core for milliseconds inside a timed row (PrintCompilation showed
+     * HostCommunicator.allReduce "made not entrant" during the 1 KB rows). Measured, 2 ranks, 1 KB
+     * out/in place, three runs each: tiered 2.29/65.6, 1.52/4.02, 9.13/7.59 us; C2 only 1.62/1.20,
+     * 1.52/1.03, 3.13/0.86 us. (GPU ranks keep tiered compilation: their few calls per row would
+     * run interpreted until C2's threshold.)
+     */
+    private static final List<String> CPU_RANK_JVM_OPTIONS = List.of("-XX:-TieredCompilation");
 
     @Spec
     private CommandSpec spec;
@@ -101,7 +111,7 @@ public final class AllReducePerf implements Callable<Integer> {
     int iters;
 
     @Option(names = {"-w", "--warmup_iters"}, defaultValue = "5", paramLabel = "N",
-            description = "untimed iterations at the largest and smallest size first; default ${DEFAULT-VALUE}")
+            description = "untimed iterations at the largest and smallest size first, and before each timed size; default ${DEFAULT-VALUE}")
     int warmupIters;
 
     @Option(names = {"-c", "--check"}, defaultValue = "1", paramLabel = "N",
@@ -138,6 +148,11 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "cpu (host memory), gpu (rank r on GPU r mod the visible GPUs) or auto: gpu where GPUs"
                     + " and the kernels are present; default ${DEFAULT-VALUE}")
     String device;
+
+    @Option(names = "--call-stats",
+            description = "each rank also prints, per row, its calls' minimum, median, 90th percentile and maximum in us"
+                    + " (to stderr; the table's time stays the average, as nccl-tests')")
+    boolean callStats;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "also write the results to FILE as CSV (rank 0)")
     Path csv;
@@ -219,7 +234,11 @@ public final class AllReducePerf implements Callable<Integer> {
     private int launch() {
         List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
         args.add("--device=" + device); // what auto resolved to, so that every rank agrees
-        LaunchResult result = RankLauncher.of(ranks * ranksPerGpu, AllReducePerf.class.getName()).args(args).run();
+        RankLauncher launcher = RankLauncher.of(ranks * ranksPerGpu, AllReducePerf.class.getName()).args(args);
+        if (device.equalsIgnoreCase("cpu")) {
+            launcher.jvmOptions(CPU_RANK_JVM_OPTIONS.toArray(new String[0]));
+        }
+        LaunchResult result = launcher.run();
         if (!result.succeeded()) {
             System.err.println("allreduce-perf: " + result.failure());
         }
@@ -413,12 +432,33 @@ public final class AllReducePerf implements Callable<Integer> {
             // barrier: a young collection inside the timed loop stalls one rank for 10-50 ms (seen
             // with JFR) and the others wait, which for a few-microsecond call is the whole average.
             System.gc();
-            comm.barrier();
-            long start = System.nanoTime();
-            for (int i = 0; i < iters; i++) {
+            // Untimed calls of this very size first, as our OpenMPI benchmark does (-w per size) and
+            // nccl-tests does with its one synchronizing call: the first calls after the fill pull
+            // every written line from the writer's cache and meet the row's first JIT work.
+            for (int i = 0; i < warmupIters; i++) {
                 comm.allReduce(src, recv, count, type, reduceOp);
             }
+            JitQuiet.await();
+            comm.barrier();
+            long[] callNs = callStats ? new long[iters] : null;
+            long start = System.nanoTime();
+            if (callNs == null) {
+                for (int i = 0; i < iters; i++) {
+                    comm.allReduce(src, recv, count, type, reduceOp);
+                }
+            } else {
+                long last = start;
+                for (int i = 0; i < iters; i++) {
+                    comm.allReduce(src, recv, count, type, reduceOp);
+                    long now = System.nanoTime();
+                    callNs[i] = now - last;
+                    last = now;
+                }
+            }
             double timeUs = (System.nanoTime() - start) / 1e3 / iters;
+            if (callNs != null) {
+                System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs));
+            }
             long wrong = 0;
             for (int c = 0; c < checkIters; c++) {
                 ReferenceCheck check = new ReferenceCheck(type, reduceOp, n,

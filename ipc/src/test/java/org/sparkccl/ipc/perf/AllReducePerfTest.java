@@ -88,11 +88,16 @@ class AllReducePerfTest {
 
     @Test
     void sharedBuffersWithDashR() {
-        Run r = run("-g", "2", "-b", "64K", "-e", "1M", "-f", "4", "-n", "3", "-w", "1", "-c", "1", "-R", "1");
+        Run r = run("-g", "2", "-b", "64K", "-e", "1M", "-f", "4", "-n", "3", "-w", "1", "-c", "1", "-R", "1",
+                "--call-stats");
         assertEquals(0, r.code, r.err);
         assertTrue(r.out.contains("buffers shared (-R 1)"), r.out);
         assertEquals(3, rows(r.out).size(), r.out);
         assertTrue(r.out.contains("# Out of bounds values : 0 OK"), r.out);
+        // --call-stats: one line per rank, size and placement (2 x 3 x 2), wherever the launcher put it.
+        String all = r.out + r.err;
+        long statLines = all.lines().filter(l -> l.contains("# calls rank ") && l.contains(" median ")).count();
+        assertEquals(12, statLines, all);
     }
 
     @Test

@@ -1,0 +1,24 @@
+package org.sparkccl.ipc.perf;
+
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * The spread of one row's calls on one rank (allreduce-perf --call-stats). The table's time is the
+ * average, as nccl-tests prints it; on a shared machine a few calls that lost their core for a time
+ * slice can make the average several times the median, and this line shows which happened.
+ * Percentiles by nearest rank: the median is the (n/2 + 1)-th smallest call, p90 the ceil(0.9 n)-th.
+ */
+final class CallStats {
+    private CallStats() {
+    }
+
+    static String describe(int rank, long bytes, boolean inPlace, long[] callNs) {
+        long[] sorted = callNs.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return String.format(Locale.ROOT, "# calls rank %d %d B %s: min %.1f median %.1f p90 %.1f max %.1f us",
+                rank, bytes, inPlace ? "in-place" : "out-of-place", sorted[0] / 1e3, sorted[n / 2] / 1e3,
+                sorted[Math.min(n - 1, (int) Math.ceil(n * 0.9) - 1)] / 1e3, sorted[n - 1] / 1e3);
+    }
+}
