@@ -65,9 +65,12 @@ class DirectAllReduceTest {
         assertEquals(0, HostStagingBuffer.outstandingBytes());
     }
 
-    /** 4 Mi + 3 elements with auto settings (direct above the threshold), both placements, 2 and 3 ranks. */
+    /**
+     * 4 Mi + 3 elements with auto settings (direct above the threshold), both placements, 2, 3 and 4
+     * ranks (from 3 ranks the ranks share 32 KB chunks: 513 chunks per call here, taken in any order).
+     */
     @ParameterizedTest(name = "{0} ranks")
-    @ValueSource(ints = {2, 3})
+    @ValueSource(ints = {2, 3, 4})
     void largeOddCountIsTheRankOrderFold(int n) throws Exception {
         List<String> wrong = Collections.synchronizedList(new ArrayList<>());
         ThreadRanks.run(n, Params.defaults(), comm -> {

@@ -39,6 +39,19 @@ import org.sparkccl.core.wait.WaitLoop;
  * flag follows. In place it would overwrite an input the peer still reads, and from 3 ranks on (on
  * 2 cores) reading n-1 whole inputs costs more than it saves.
  *
+ * <p><b>Shared chunks</b> (3 ranks and more, either placement): instead of steps 2 and 3, the
+ * elements are cut into chunks of {@link #BLOCK_BYTES}, and every rank takes the next chunk from a
+ * counter in rank 0's area (compare-and-set) until none is left. A rank reduces its chunk of all
+ * inputs, in rank order, into a block of its own memory and writes the result into every rank's
+ * output. Every input byte is read once and every output byte written once (reduce-scatter +
+ * all-gather reads n - 1 slices more, and copies them), and the ranks that have a core do the work
+ * while the others wait for one: where ranks outnumber cores (4 rank processes on 2 cores) a rank
+ * that must reduce its own slice makes everyone wait for its time slice. In place is safe: a
+ * chunk's inputs are read only by the rank that took it, before it writes that chunk's outputs.
+ * The counter only grows; each rank knows where a call's chunks start (the sum of the earlier
+ * calls' chunk counts, the same on every rank), and a rank claims only below its call's end, so no
+ * claim spills into the next call, which no rank enters before every rank finished this one.
+ *
  * <p>Why one area per rank suffices for all calls: a rank posts call s + 1 only after every peer's
  * done flag of call s, and a peer raises that only after it has read everything of call s, so
  * nothing of call s is still read when the area is rewritten. Flags carry sequence numbers, which
@@ -55,6 +68,8 @@ public final class DirectAllReduce {
     /** Elements reduced per pass over the n inputs: the partial result stays in L1/L2 between passes. */
     private static final long BLOCK_BYTES = 32 << 10;
     private static final long SLICE_ALIGN_BYTES = 64;
+    /** From this many ranks on, ranks share the work chunk by chunk (see the class comment). */
+    private static final int SHARED_CHUNKS_MIN_RANKS = 3;
 
     private final int rank;
     private final int size;
@@ -62,10 +77,15 @@ public final class DirectAllReduce {
     private final long[] areas;
     private final SharedBufferRegistry registry;
     private final WaitLoop wait;
-    /** In place on ranks 2 and up, this rank's own input block is saved here before the output overwrites it. */
+    /**
+     * One block of this rank's own: in place on ranks 2 and up (reduce-scatter) its own input block is
+     * saved here before the output overwrites it; with shared chunks, a chunk's result is built here.
+     */
     private final long scratch;
     private final long[] sendOf;
     private final long[] recvOf;
+    /** Chunks of all shared-chunk calls so far: where the next such call's chunks start on the counter. */
+    private long chunksHandedOut;
 
     public DirectAllReduce(int rank, int size, long[] areas, SharedBufferRegistry registry, WaitLoop wait) {
         this.rank = rank;
@@ -112,6 +132,12 @@ public final class DirectAllReduce {
                     UnsafeApi.getLong(area + DirectLayout.RECV_OFFSET_OFFSET), bytes, mine);
         }
 
+        if (size >= SHARED_CHUNKS_MIN_RANKS) {
+            reduceSharedChunks(type, mine.op, count);
+            finish(seq);
+            return;
+        }
+
         if (size == 2 && bytes <= READ_ALL_MAX_BYTES && noRankInPlace()) {
             // Read-all: every rank reduces every element itself (same rank order, so same bits).
             reduceSlice(type, mine.op, 0, count, false);
@@ -143,6 +169,43 @@ public final class DirectAllReduce {
         }
 
         finish(seq);
+    }
+
+    /**
+     * Shared chunks: takes chunks from rank 0's counter until this call's are all taken; each is
+     * reduced over all inputs into {@link #scratch} and written to every rank's output.
+     */
+    private void reduceSharedChunks(DataType type, ReduceOp op, long count) {
+        int es = type.size();
+        long chunkElems = BLOCK_BYTES / es;
+        long chunks = (count + chunkElems - 1) / chunkElems;
+        long first = chunksHandedOut;
+        long end = first + chunks;
+        chunksHandedOut = end;
+        long counter = areas[0] + DirectLayout.CHUNK_COUNTER_OFFSET;
+        while (true) {
+            long next = UnsafeApi.getLongVolatile(null, counter);
+            if (next >= end) {
+                return;
+            }
+            if (!UnsafeApi.compareAndSetLong(null, counter, next, next + 1)) {
+                continue;
+            }
+            long at = (next - first) * chunkElems;
+            long n = Math.min(chunkElems, count - at);
+            long off = at * es;
+            Reduction.reduce(type, op, sendOf[0] + off, sendOf[1] + off, scratch, n);
+            for (int p = 2; p < size; p++) {
+                Reduction.reduce(type, op, scratch, sendOf[p] + off, scratch, n);
+            }
+            if (op == ReduceOp.AVG) {
+                Reduction.divide(type, scratch, n, size);
+            }
+            // Starting after this rank, so that ranks do not all write rank 0 first.
+            for (int k = 1; k <= size; k++) {
+                UnsafeApi.copyMemory(scratch, recvOf[(rank + k) % size] + off, n * es);
+            }
+        }
     }
 
     /** Whether every rank's receive buffer is apart from its send buffer (every rank decides the same). */

@@ -16,7 +16,9 @@ package org.sparkccl.core.proto;
  *  offset 112  recv offset   long
  *  offset 192  reduced flag  int   this rank's slice of the result is final in its receive buffer
  *  offset 256  done flag     int   this rank has read everything it needs from its peers
- *  offset 320  end
+ *  offset 320  chunk counter long  rank 0's only: chunks handed out so far, over all calls that share
+ *                                  their chunks (3 ranks and more); ranks claim the next one by CAS
+ *  offset 384  end
  * </pre>
  *
  * Flags sit on lines of their own so that a peer spinning on one does not disturb the owner writing
@@ -31,8 +33,9 @@ public final class DirectLayout {
     public static final int RECV_OFFSET_OFFSET = 112;
     public static final int REDUCED_FLAG_OFFSET = 192;
     public static final int DONE_FLAG_OFFSET = 256;
+    public static final int CHUNK_COUNTER_OFFSET = 320;
     /** Bytes of the area, a multiple of 64. */
-    public static final int BYTES = 320;
+    public static final int BYTES = 384;
 
     private DirectLayout() {
     }
