@@ -35,31 +35,37 @@ final class HeapBlocks {
             long bytes = (long) n << 2;
             UnsafeApi.copyMemory(null, a + off, x, FLOAT_BASE, bytes);
             UnsafeApi.copyMemory(null, b + off, y, FLOAT_BASE, bytes);
-            switch (op) {
-                case SUM:
-                case AVG:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = x[i] + y[i];
-                    }
-                    break;
-                case PROD:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = x[i] * y[i];
-                    }
-                    break;
-                case MIN:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = Math.min(x[i], y[i]);
-                    }
-                    break;
-                case MAX:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = Math.max(x[i], y[i]);
-                    }
-                    break;
-                default: throw new IllegalArgumentException("unsupported op " + op);
-            }
+            combine(op, x, y, n);
             UnsafeApi.copyMemory(x, FLOAT_BASE, null, out + off, bytes);
+        }
+    }
+
+    /**
+     * Each of the first m outputs gets {@code in_0 op in_1 op ... op in_{k-1}} (in that order) of float32 elements
+     * {@code [offset, offset + count)}, divided by {@code divisor} unless it is 1 (AVG). Block by
+     * block, all inputs are read before any output is written, so outputs may be inputs.
+     */
+    void reduceFloatToAll(ReduceOp op, long[] inputs, int k, long[] outputs, int m, long offset, long count,
+                          int divisor) {
+        float[] x = fa;
+        float[] y = fb;
+        for (long done = 0; done < count; done += x.length) {
+            int n = (int) Math.min(x.length, count - done);
+            long off = offset + (done << 2);
+            long bytes = (long) n << 2;
+            UnsafeApi.copyMemory(null, inputs[0] + off, x, FLOAT_BASE, bytes);
+            for (int p = 1; p < k; p++) {
+                UnsafeApi.copyMemory(null, inputs[p] + off, y, FLOAT_BASE, bytes);
+                combine(op, x, y, n);
+            }
+            if (divisor != 1) {
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] / divisor;
+                }
+            }
+            for (int q = 0; q < m; q++) {
+                UnsafeApi.copyMemory(x, FLOAT_BASE, null, outputs[q] + off, bytes);
+            }
         }
     }
 
@@ -73,31 +79,88 @@ final class HeapBlocks {
             long bytes = (long) n << 3;
             UnsafeApi.copyMemory(null, a + off, x, DOUBLE_BASE, bytes);
             UnsafeApi.copyMemory(null, b + off, y, DOUBLE_BASE, bytes);
-            switch (op) {
-                case SUM:
-                case AVG:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = x[i] + y[i];
-                    }
-                    break;
-                case PROD:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = x[i] * y[i];
-                    }
-                    break;
-                case MIN:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = Math.min(x[i], y[i]);
-                    }
-                    break;
-                case MAX:
-                    for (int i = 0; i < n; i++) {
-                        x[i] = Math.max(x[i], y[i]);
-                    }
-                    break;
-                default: throw new IllegalArgumentException("unsupported op " + op);
-            }
+            combine(op, x, y, n);
             UnsafeApi.copyMemory(x, DOUBLE_BASE, null, out + off, bytes);
+        }
+    }
+
+    /** {@link #reduceFloatToAll} for float64. */
+    void reduceDoubleToAll(ReduceOp op, long[] inputs, int k, long[] outputs, int m, long offset, long count,
+                          int divisor) {
+        double[] x = da;
+        double[] y = db;
+        for (long done = 0; done < count; done += x.length) {
+            int n = (int) Math.min(x.length, count - done);
+            long off = offset + (done << 3);
+            long bytes = (long) n << 3;
+            UnsafeApi.copyMemory(null, inputs[0] + off, x, DOUBLE_BASE, bytes);
+            for (int p = 1; p < k; p++) {
+                UnsafeApi.copyMemory(null, inputs[p] + off, y, DOUBLE_BASE, bytes);
+                combine(op, x, y, n);
+            }
+            if (divisor != 1) {
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] / divisor;
+                }
+            }
+            for (int q = 0; q < m; q++) {
+                UnsafeApi.copyMemory(x, DOUBLE_BASE, null, outputs[q] + off, bytes);
+            }
+        }
+    }
+
+    /** {@code x[i] = x[i] op y[i]} for i below n: plain array loops, which C2 turns into SIMD. */
+    private static void combine(ReduceOp op, float[] x, float[] y, int n) {
+        switch (op) {
+            case SUM:
+            case AVG:
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] + y[i];
+                }
+                break;
+            case PROD:
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] * y[i];
+                }
+                break;
+            case MIN:
+                for (int i = 0; i < n; i++) {
+                    x[i] = Math.min(x[i], y[i]);
+                }
+                break;
+            case MAX:
+                for (int i = 0; i < n; i++) {
+                    x[i] = Math.max(x[i], y[i]);
+                }
+                break;
+            default: throw new IllegalArgumentException("unsupported op " + op);
+        }
+    }
+
+    private static void combine(ReduceOp op, double[] x, double[] y, int n) {
+        switch (op) {
+            case SUM:
+            case AVG:
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] + y[i];
+                }
+                break;
+            case PROD:
+                for (int i = 0; i < n; i++) {
+                    x[i] = x[i] * y[i];
+                }
+                break;
+            case MIN:
+                for (int i = 0; i < n; i++) {
+                    x[i] = Math.min(x[i], y[i]);
+                }
+                break;
+            case MAX:
+                for (int i = 0; i < n; i++) {
+                    x[i] = Math.max(x[i], y[i]);
+                }
+                break;
+            default: throw new IllegalArgumentException("unsupported op " + op);
         }
     }
 }

@@ -36,6 +36,38 @@ public final class Reduction {
         }
     }
 
+    /**
+     * Each of the first {@code m} outputs gets, at {@code offset} for {@code count} elements,
+     * {@code inputs[0] op inputs[1] op ... op inputs[k-1]} in that order, finished for AVG (divided
+     * by k, as {@link #divide}): the bits {@link #reduce} pair by pair then {@link #divide} give.
+     * Outputs may be inputs. {@code scratch}: room for {@code count} elements, used by the types
+     * without a fused path.
+     */
+    public static void reduceToAll(DataType type, ReduceOp op, long[] inputs, int k, long[] outputs, int m,
+                                   long offset, long count, long scratch) {
+        int divisor = op == ReduceOp.AVG ? k : 1;
+        if (type == DataType.FLOAT32 && count >= HEAP_BLOCK_MIN_ELEMENTS) {
+            HeapBlocks.forThread().reduceFloatToAll(op, inputs, k, outputs, m, offset, count, divisor);
+            return;
+        }
+        if (type == DataType.FLOAT64 && count >= HEAP_BLOCK_MIN_ELEMENTS) {
+            HeapBlocks.forThread().reduceDoubleToAll(op, inputs, k, outputs, m, offset, count, divisor);
+            return;
+        }
+        if (k == 1) {
+            UnsafeApi.copyMemory(inputs[0] + offset, scratch, count * type.size());
+        } else {
+            reduce(type, op, inputs[0] + offset, inputs[1] + offset, scratch, count);
+        }
+        for (int p = 2; p < k; p++) {
+            reduce(type, op, scratch, inputs[p] + offset, scratch, count);
+        }
+        divide(type, scratch, count, divisor);
+        for (int q = 0; q < m; q++) {
+            UnsafeApi.copyMemory(scratch, outputs[q] + offset, count * type.size());
+        }
+    }
+
     private static void reduceFloat(ReduceOp op, long a, long b, long out, long count) {
         if (count >= HEAP_BLOCK_MIN_ELEMENTS) {
             HeapBlocks.forThread().reduceFloat(op, a, b, out, count);

@@ -82,7 +82,7 @@ class LayoutTest {
         assertEquals(without.totalBytes(), with.directOffset());
         assertEquals(with.directOffset() + DirectLayout.BYTES, with.totalBytes());
         assertEquals(0, with.directOffset() % 64, "the area starts on a cache line");
-        int[] flags = {DirectLayout.ARRIVE_FLAG_OFFSET, DirectLayout.REDUCED_FLAG_OFFSET, DirectLayout.DONE_FLAG_OFFSET};
+        int[] flags = {DirectLayout.ARRIVE_FLAG_OFFSET, DirectLayout.DONE_FLAG_OFFSET, DirectLayout.CHUNK_COUNTER_OFFSET};
         for (int i = 0; i < flags.length; i++) {
             assertEquals(0, flags[i] % 64);
             for (int j = i + 1; j < flags.length; j++) {
@@ -90,8 +90,8 @@ class LayoutTest {
             }
         }
         assertTrue(DirectLayout.SEND_REGISTRATION_OFFSET >= DirectLayout.HEADER_OFFSET + CollectiveHeader.BYTES);
-        assertTrue(DirectLayout.RECV_OFFSET_OFFSET + 8 <= DirectLayout.REDUCED_FLAG_OFFSET);
-        assertTrue(DirectLayout.DONE_FLAG_OFFSET + 4 <= DirectLayout.BYTES);
+        assertTrue(DirectLayout.RECV_OFFSET_OFFSET + 8 <= DirectLayout.DONE_FLAG_OFFSET);
+        assertTrue(DirectLayout.CHUNK_COUNTER_OFFSET + 8 <= DirectLayout.BYTES);
     }
 
     @Test

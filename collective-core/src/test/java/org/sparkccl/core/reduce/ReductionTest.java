@@ -111,6 +111,67 @@ class ReductionTest {
         }
     }
 
+    /**
+     * reduceToAll (the shared-chunk all-reduce's step) gives every output the bits of reduce in
+     * input order then divide, for every type and op, 1-4 inputs, below and above the fused
+     * float/double threshold and across heap-block ends, with one output aliasing its input.
+     */
+    @ParameterizedTest
+    @EnumSource(DataType.class)
+    void reduceToAllGivesEveryOutputTheBitsOfPairwiseReduceThenDivide(DataType type) {
+        int es = type.size();
+        int maxCount = 2 * HeapBlocks.BLOCK_BYTES / 4 + 13;
+        long bytes = (long) maxCount * es;
+        Random random = new Random(7);
+        int k = 4;
+        long[] inputs = new long[k];
+        long[] outputs = new long[k];
+        long expected = UnsafeApi.allocateMemory(bytes);
+        long scratch = UnsafeApi.allocateMemory(bytes);
+        for (int p = 0; p < k; p++) {
+            inputs[p] = UnsafeApi.allocateMemory(bytes);
+            outputs[p] = UnsafeApi.allocateMemory(bytes);
+        }
+        try {
+            for (ReduceOp op : ReduceOp.values()) {
+                for (int ranks = 1; ranks <= k; ranks++) {
+                    for (int count : new int[] {7, Reduction.HEAP_BLOCK_MIN_ELEMENTS, maxCount}) {
+                        for (int p = 0; p < ranks; p++) {
+                            for (long i = 0; i < (long) count * es; i++) {
+                                UnsafeApi.putByte(inputs[p] + i, (byte) random.nextInt());
+                            }
+                        }
+                        // The reference: pairwise in input order, then AVG's division.
+                        UnsafeApi.copyMemory(inputs[0], expected, (long) count * es);
+                        for (int p = 1; p < ranks; p++) {
+                            Reduction.reduce(type, op, expected, inputs[p], expected, count);
+                        }
+                        if (op == ReduceOp.AVG) {
+                            Reduction.divide(type, expected, count, ranks);
+                        }
+                        long[] outs = outputs.clone();
+                        outs[ranks - 1] = inputs[ranks - 1]; // in place for the last input
+                        Reduction.reduceToAll(type, op, inputs, ranks, outs, ranks, 0, count, scratch);
+                        for (int q = 0; q < ranks; q++) {
+                            for (long i = 0; i < (long) count * es; i++) {
+                                assertEquals(UnsafeApi.getByte(expected + i), UnsafeApi.getByte(outs[q] + i),
+                                        type + " " + op + " " + ranks + " inputs, count " + count + ", output " + q
+                                                + ", byte " + i);
+                            }
+                        }
+                    }
+                }
+            }
+        } finally {
+            UnsafeApi.freeMemory(expected);
+            UnsafeApi.freeMemory(scratch);
+            for (int p = 0; p < k; p++) {
+                UnsafeApi.freeMemory(inputs[p]);
+                UnsafeApi.freeMemory(outputs[p]);
+            }
+        }
+    }
+
     private static double expected(ReduceOp op, double x, double y) {
         switch (op) {
             case PROD: return x * y;
