@@ -184,22 +184,31 @@ def main():
         p("ours = plain buffers; ours -R 1 = buffers from `Communicator.allocateShared` (nccl-tests' -R 1,")
         p("registered buffers: from 64 KB up the all-reduce reads the peers' buffers in place).")
         p()
-        p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | ours -R 1 busbw | -R 1 / OpenMPI | memcpy 1T | memcpy 2T total |")
-        p("|---:|---:|---:|---:|---:|---:|---:|---:|")
-        met, met_reg, total = 0, 0, 0
+        p("Out of place, then (\"in place\") both sides' in-place runs of the same table: a training step")
+        p("reduces its gradients in place.")
+        p()
+        p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | ours -R 1 busbw | -R 1 / OpenMPI"
+          " | in place: OpenMPI | in place: ours -R 1 | -R 1 / OpenMPI | memcpy 1T | memcpy 2T total |")
+        p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        met, met_reg, met_reg_ip, total = 0, 0, 0, 0
         for size in sorted(mpi):
             mb = mpi[size][1]
             ob = ours[size][1] if size in ours else None
             ratio = ob / mb if ob is not None and mb > 0 else None
             rb = reg[size][1] if size in reg else None
             rratio = rb / mb if rb is not None and mb > 0 else None
+            mb_ip = mpi[size][3]
+            rb_ip = reg[size][3] if size in reg else None
+            rratio_ip = rb_ip / mb_ip if rb_ip is not None and mb_ip > 0 else None
             if size >= MB:
                 total += 1
                 met += ratio is not None and ratio >= 2.0
                 met_reg += rratio is not None and rratio >= 2.0
+                met_reg_ip += rratio_ip is not None and rratio_ip >= 2.0
             m1 = memcpy1.get(size, (None, None))[0]
             m2 = memcpy2.get(size, (None, None))[1]
-            p(f"| {human(size)} | {mb:.2f} | {fmt(ob)} | {fmt(ratio)} | {fmt(rb)} | {fmt(rratio)} | {fmt(m1)} | {fmt(m2)} |")
+            p(f"| {human(size)} | {mb:.2f} | {fmt(ob)} | {fmt(ratio)} | {fmt(rb)} | {fmt(rratio)} | {mb_ip:.2f} | {fmt(rb_ip)}"
+              f" | {fmt(rratio_ip)} | {fmt(m1)} | {fmt(m2)} |")
         p()
         p(f"Latency (small sizes; OpenMPI{' and ours' if ours_lat is not ours else ''} from a separate run with {LAT_NOTE}):")
         p()
@@ -218,7 +227,7 @@ def main():
         p()
         if ours:
             summary.append(f"{np} ranks: busbw >= 2x OpenMPI at {met} of {total} sizes >= 1 MB with plain buffers"
-                           + (f", at {met_reg} of {total} with -R 1" if reg else ""))
+                           + (f", at {met_reg} of {total} with -R 1 (in place: {met_reg_ip} of {total})" if reg else ""))
             if np == 2 and 1024 in ours_lat and 1024 in lat:
                 ok = ours_lat[1024][0] <= lat[1024][0]
                 summary.append(f"2 ranks, 1 KB latency: ours {ours_lat[1024][0]:.2f} us, OpenMPI "
@@ -231,6 +240,21 @@ def main():
     for line in summary:
         p(f"- {line}")
     p()
+    probes = read(os.path.join(out, "probe.txt"))
+    if probes:
+        p("## Distance between the two cores, before each run")
+        p()
+        p("`bench/cross_core_write.c`: a 1 MB memcpy into a buffer the other core has read since (what")
+        p("every copy through shared memory pays). This VM's two cores move: 25-35 us for minutes, then")
+        p("120-190 us; cross-core rows of either side slow down with it.")
+        p()
+        p("| run | memcpy into lines the other core read |")
+        p("|---|---|")
+        for line in probes.splitlines():
+            name, _, rest = line.partition(" ")
+            value = rest.split(":", 1)[-1].strip()
+            p(f"| {name} | {value} |")
+        p()
     p("memcpy commands:")
     p()
     p(f"    {cmd(out, 'memcpy-t1')}")

@@ -61,6 +61,7 @@ rm -f "$OUT"/*.txt "$OUT"/*.csv "$OUT"/*.cmd
 CFLAGS=(-O3 -march=native -Wall)
 mpicc "${CFLAGS[@]}" -o "$OUT/mpi_allreduce" "$ROOT/bench/mpi_allreduce.c" -lm
 cc "${CFLAGS[@]}" -pthread -o "$OUT/memcpy_bw" "$ROOT/bench/memcpy_bw.c"
+cc "${CFLAGS[@]}" -pthread -o "$OUT/cross_core_write" "$ROOT/bench/cross_core_write.c"
 echo "mpicc ${CFLAGS[*]} bench/mpi_allreduce.c -lm; cc ${CFLAGS[*]} -pthread bench/memcpy_bw.c" > "$OUT/build.cmd"
 
 if [[ $wait_idle -gt 0 ]]; then
@@ -76,6 +77,9 @@ cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-start.txt"
 # in $OUT/NAME.cmd; a failure (wrong results, timeout) stops the whole script.
 run() {
     local name=$1; shift
+    # The two cores' distance moves while this VM runs (a write into lines the other core read costs
+    # 25-35 us per MB for minutes, then 120-190 us): probe it before each run, the report shows it.
+    echo "$name $("$OUT/cross_core_write" | head -1)" >> "$OUT/probe.txt"
     echo "cpu-bench: $name: $*"
     echo "$*" | sed "s|$OUT/||g; s|$ROOT/||g" > "$OUT/$name.cmd"
     if ! timeout "$RUN_TIMEOUT" "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err"; then
