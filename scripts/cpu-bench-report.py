@@ -288,7 +288,7 @@ def main():
         p()
 
 
-LAT_NOTE = "`-w 200 -n 2000`"
+LAT_NOTE = "`-w 1000 -n 20000`"
 
 if __name__ == "__main__":
     main()

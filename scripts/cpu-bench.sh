@@ -28,7 +28,10 @@ SIZES=(-b 1K -e 64M -f 2)
 # microseconds per call need thousands of calls to settle.
 BW_ITERS=(-w 10 -n 100)
 LAT_SIZES=(-b 1K -e 64K -f 2)
-LAT_ITERS=(-w 200 -n 2000)
+# 20 000 calls: on this VM other processes (the sandbox's agent every 50 ms, DAMON's kdamond every
+# 500 ms, seen with perf sched) take a core for 3-8 ms at a time; a 2 000-call row of 1 us calls
+# lasts 2 ms, so whether one such stall lands in it decides the row for either side.
+LAT_ITERS=(-w 1000 -n 20000)
 RUN_TIMEOUT=600
 
 wait_idle=0

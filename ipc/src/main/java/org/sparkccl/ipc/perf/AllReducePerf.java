@@ -408,12 +408,15 @@ public final class AllReducePerf implements Callable<Integer> {
                 return; // the device does the work; the host side warms up in the -w calls
             }
             long small = Math.max(1, Math.min(maxBytes, 4096) / type.size());
+            long smallest = Math.max(1, Math.min(small, minBytes / type.size()));
             long mid = Math.max(1, Math.min(maxBytes, 128L << 10) / type.size());
             long large = Math.max(1, Math.min(maxBytes, 1L << 20) / type.size());
-            // In place and out of place alternate: a path the JIT has not seen (send == recv) would
-            // otherwise deoptimize and recompile inside the first in-place timing.
+            // In place and out of place alternate, and so do 4 KB and the sweep's smallest size: a
+            // path the JIT has not seen (send == recv, a count below one block) would otherwise
+            // deoptimize inside the first timed rows, and with C2 alone run interpreted until the
+            // method is hot again (seen: the first row, 1 KB, at twice the 2 KB row's median).
             for (int i = 0; i < JIT_WARMUP_SMALL_CALLS; i++) {
-                comm.allReduce(i % 2 == 0 ? send : recv, recv, small, type, reduceOp);
+                comm.allReduce(i % 2 == 0 ? send : recv, recv, (i & 2) == 0 ? small : smallest, type, reduceOp);
             }
             for (int i = 0; i < JIT_WARMUP_MID_CALLS; i++) {
                 comm.allReduce(i % 2 == 0 ? send : recv, recv, mid, type, reduceOp);
@@ -438,7 +441,7 @@ public final class AllReducePerf implements Callable<Integer> {
             for (int i = 0; i < warmupIters; i++) {
                 comm.allReduce(src, recv, count, type, reduceOp);
             }
-            JitQuiet.await();
+            long jitWaitMs = JitQuiet.await();
             comm.barrier();
             long[] callNs = callStats ? new long[iters] : null;
             long start = System.nanoTime();
@@ -457,7 +460,8 @@ public final class AllReducePerf implements Callable<Integer> {
             }
             double timeUs = (System.nanoTime() - start) / 1e3 / iters;
             if (callNs != null) {
-                System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs));
+                System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs)
+                        + (jitWaitMs < 0 ? "; JIT still compiling after " + -jitWaitMs + " ms" : "; JIT quiet after " + jitWaitMs + " ms"));
             }
             long wrong = 0;
             for (int c = 0; c < checkIters; c++) {

@@ -22,11 +22,13 @@ final class JitQuiet {
     private JitQuiet() {
     }
 
-    static void await() {
+    /** Returns how long it waited, in ms; negative if it gave up while the JIT was still compiling. */
+    static long await() {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
-            return;
+            return 0;
         }
+        long start = System.nanoTime();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(MAX_WAIT_MS);
         long last = jit.getTotalCompilationTime();
         long quietSince = System.nanoTime();
@@ -37,9 +39,10 @@ final class JitQuiet {
                 last = now;
                 quietSince = System.nanoTime();
             } else if (System.nanoTime() - quietSince >= TimeUnit.MILLISECONDS.toNanos(QUIET_MS)) {
-                return;
+                return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             }
         }
+        return -TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
     }
 
     private static void sleep() {
