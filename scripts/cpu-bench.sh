@@ -96,23 +96,29 @@ run() {
 run memcpy-t1 "$OUT/memcpy_bw" "${SIZES[@]}" -t 1
 run memcpy-t2 "$OUT/memcpy_bw" "${SIZES[@]}" -t 2
 
-# 4. OpenMPI with its defaults (the fair baseline), and ours, per rank count.
+# 4. OpenMPI with its defaults (the fair baseline), and ours, per rank count: two rounds, each
+# side once per round, so that both sides run before and after each other. The two cores' distance
+# changes for minutes at a time (see the probe above), and a single run of each side can land in
+# different states; the report takes each side's better round, size by size.
 for np in 2 4; do
-    run "mpi-np$np-bw" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${SIZES[@]}" "${BW_ITERS[@]}" -c 1
-    run "mpi-np$np-lat" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -c 1
-    if [[ -x $ROOT/bin/allreduce-perf ]]; then
-        run "ours-np$np" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum -c 1 \
-            --csv "$OUT/ours-np$np.csv"
-        # The same with buffers from Communicator.allocateShared (nccl-tests' -R 1: registered
-        # buffers), which lets large all-reduces read the peers' buffers in place.
-        run "ours-np$np-reg" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum -c 1 -R 1 \
-            --csv "$OUT/ours-np$np-reg.csv"
-        # Latency with OpenMPI's latency-run iteration counts: 20 calls of a few microseconds
-        # measure one scheduler hiccup, not the call.
-        run "ours-np$np-lat" "$ROOT/bin/allreduce-perf" -g $np "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -d float -o sum -c 1
-    else
-        echo "cpu-bench: bin/allreduce-perf not found; our column stays 'pending'"
-    fi
+    for round in 1 2; do
+        sfx=$([[ $round -eq 1 ]] || echo "-r$round")
+        run "mpi-np$np-bw$sfx" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${SIZES[@]}" "${BW_ITERS[@]}" -c 1
+        run "mpi-np$np-lat$sfx" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -c 1
+        if [[ -x $ROOT/bin/allreduce-perf ]]; then
+            run "ours-np$np$sfx" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum -c 1 \
+                --csv "$OUT/ours-np$np$sfx.csv"
+            # The same with buffers from Communicator.allocateShared (nccl-tests' -R 1: registered
+            # buffers), which lets large all-reduces read the peers' buffers in place.
+            run "ours-np$np-reg$sfx" "$ROOT/bin/allreduce-perf" -g $np "${SIZES[@]}" "${BW_ITERS[@]}" -d float -o sum \
+                -c 1 -R 1 --csv "$OUT/ours-np$np-reg$sfx.csv"
+            # Latency with OpenMPI's latency-run iteration counts.
+            run "ours-np$np-lat$sfx" "$ROOT/bin/allreduce-perf" -g $np "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -d float \
+                -o sum -c 1
+        else
+            echo "cpu-bench: bin/allreduce-perf not found; our column stays 'pending'"
+        fi
+    done
 done
 
 # 5. OpenMPI knobs at 2 ranks: what a tuned MPI could do, reported beside the defaults.

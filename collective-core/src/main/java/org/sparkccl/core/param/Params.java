@@ -23,8 +23,8 @@ public final class Params {
             s -> s.toUpperCase(Locale.ROOT));
     public static final Param<String> ALGO = define("ALGO", "auto",
             "all-reduce algorithm: Ring, OneShot (every rank reads every input and reduces it itself, up to"
-                    + " ONESHOT_THRESHOLD bytes), Direct (buffers from allocateShared on every rank: each rank reduces"
-                    + " its slice straight from the peers' buffers, at every size; other buffers as auto) or auto"
+                    + " ONESHOT_THRESHOLD bytes), Direct (buffers from allocateShared on every rank: the ranks reduce"
+                    + " chunks straight from the peers' buffers, at every size; other buffers as auto) or auto"
                     + " (one-shot for small LL messages, direct for shared buffers from DIRECT_THRESHOLD on, ring"
                     + " otherwise)",
             s -> oneOfIgnoringCase(s, "auto", "Ring", "OneShot", "Direct"));
