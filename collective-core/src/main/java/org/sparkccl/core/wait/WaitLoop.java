@@ -2,7 +2,6 @@ package org.sparkccl.core.wait;
 
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.CclTimeoutException;
@@ -18,16 +17,6 @@ import org.sparkccl.core.CclTimeoutException;
 public final class WaitLoop {
     private static final int CHECK_EVERY_IDLES = 256;
     private static final long FAILURE_CHECK_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(50);
-    /**
-     * Yields (each a sched_yield, ~0.5-1 us when nothing else wants the core) before the first park:
-     * roughly 10-20 ms. A park wakes 50 us or more late (the kernel's timer slack), and with only 200
-     * yields a rank waiting out its peer's share of a 256 KB - 2 MB all-reduce parked on most calls:
-     * measured, 2 rank JVMs, direct all-reduce, median call 256 KB 131 -> 15 us, 512 KB 195 -> 32
-     * us, 1 MB 95-279 -> 64 us (the medians fall to the minimums). Long waits (a slow peer, a rank
-     * between training steps) still end up parked.
-     */
-    static final int YIELDS_BEFORE_PARK = 20_000;
-
     private final int rank;
     private final IdleStrategy idle;
     private final long timeoutNs;
@@ -43,9 +32,9 @@ public final class WaitLoop {
 
     public WaitLoop(int rank, int spinsBeforeYield, long timeoutMs, FailureCheck failureCheck, BooleanSupplier cancelled) {
         this.rank = rank;
-        // Spins, then yields (ranks may outnumber cores), then parks of 1 us doubling to 200 us.
-        this.idle = new BackoffIdleStrategy(spinsBeforeYield, YIELDS_BEFORE_PARK, TimeUnit.MICROSECONDS.toNanos(1),
-                TimeUnit.MICROSECONDS.toNanos(200));
+        // Spins, then yields for 20 ms (ranks may outnumber cores), then parks of 1 us doubling to 200 us.
+        this.idle = new SpinYieldPark(spinsBeforeYield, SpinYieldPark.DEFAULT_YIELD_NANOS,
+                TimeUnit.MICROSECONDS.toNanos(1), TimeUnit.MICROSECONDS.toNanos(200));
         this.timeoutNs = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         this.failureCheck = failureCheck;
         this.cancelled = cancelled;

@@ -2,9 +2,8 @@ package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.ThreadGroupBootstrap;
@@ -16,6 +15,12 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.launch.LaunchedRank;
 import org.sparkccl.ipc.launch.RankLauncher;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * AllReduce on GPUs, timed from the Java call to its return (each call is synchronous), in
@@ -30,49 +35,53 @@ import org.sparkccl.ipc.launch.RankLauncher;
  * </pre>
  * SPARKCCL_* settings (PROTO, NCHANNELS, P2P_DISABLE, BUFFSIZE, LL_THRESHOLD) apply.
  */
-public final class GpuAllReduceBench {
-    private long minBytes = 8;
-    private long maxBytes = 256L << 20;
-    private int factor = 2;
-    private int gpus = -1;
-    private int ranksPerGpu = 1;
-    private int iters = 20;
-    private int warmup = 5;
-    private DataType type = DataType.FLOAT32;
-    private ReduceOp op = ReduceOp.SUM;
-    private boolean threads;
-    private final List<String> rawArgs = new ArrayList<>();
+@Command(name = "GpuAllReduceBench", mixinStandardHelpOptions = true,
+        description = "sparkccl's GPU all-reduce against the clock, one row per size, every size checked once")
+public final class GpuAllReduceBench implements Callable<Integer> {
+    @Spec
+    private CommandSpec spec;
 
-    public static void main(String[] args) throws Exception {
-        GpuAllReduceBench b = new GpuAllReduceBench();
-        b.parse(args);
-        System.exit(b.run());
+    @Option(names = "-b", defaultValue = "8", converter = SizeConverter.class, description = "smallest size in bytes")
+    private long minBytes;
+
+    @Option(names = "-e", defaultValue = "256M", converter = SizeConverter.class, description = "largest size in bytes")
+    private long maxBytes;
+
+    @Option(names = "-f", defaultValue = "2", description = "factor between sizes (1: one size)")
+    private int factor;
+
+    @Option(names = "-g", defaultValue = "-1", description = "GPUs to use (default: all visible)")
+    private int gpus;
+
+    @Option(names = "--ranks-per-gpu", defaultValue = "1", description = "ranks per GPU")
+    private int ranksPerGpu;
+
+    @Option(names = "-n", defaultValue = "20", description = "timed calls per size")
+    private int iters;
+
+    @Option(names = "-w", defaultValue = "5", description = "untimed calls per size")
+    private int warmup;
+
+    @Option(names = "-d", defaultValue = "float", converter = TypeConverter.class, description = "data type (nccl-tests' names)")
+    private DataType type;
+
+    @Option(names = "-o", defaultValue = "sum", converter = OpConverter.class, description = "reduction (nccl-tests' names)")
+    private ReduceOp op;
+
+    @Option(names = "--threads", description = "ranks as threads of this JVM instead of one process each")
+    private boolean threads;
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new GpuAllReduceBench()).execute(args));
     }
 
-    private void parse(String[] args) {
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (a.equals("--threads")) {
-                threads = true;
-                continue;
-            }
-            rawArgs.add(a);
-            String v = i + 1 < args.length ? args[i + 1] : null;
-            switch (a) {
-                case "-b": minBytes = Params.parseSize(v); break;
-                case "-e": maxBytes = Params.parseSize(v); break;
-                case "-f": factor = Integer.parseInt(v); break;
-                case "-g": gpus = Integer.parseInt(v); break;
-                case "--ranks-per-gpu": ranksPerGpu = Integer.parseInt(v); break;
-                case "-n": iters = Integer.parseInt(v); break;
-                case "-w": warmup = Integer.parseInt(v); break;
-                case "-d": type = DataType.fromName(v); break;
-                case "-o": op = ReduceOp.fromName(v); break;
-                default: throw new IllegalArgumentException("unknown option " + a + " (see the class comment)");
-            }
-            rawArgs.add(v);
-            i++;
+    @Override
+    public Integer call() throws Exception {
+        if (factor < 1 || iters < 1 || warmup < 0 || ranksPerGpu < 1 || minBytes < 1 || maxBytes < minBytes) {
+            throw new ParameterException(spec.commandLine(), "need -f >= 1, -n >= 1, -w >= 0, --ranks-per-gpu >= 1"
+                    + " and 1 <= -b <= -e");
         }
+        return run();
     }
 
     private int run() throws Exception {
@@ -91,7 +100,8 @@ public final class GpuAllReduceBench {
         int g = gpus > 0 ? Math.min(gpus, GpuSupport.deviceCount()) : GpuSupport.deviceCount();
         int ranks = g * ranksPerGpu;
         if (!threads) {
-            return RankLauncher.of(ranks, GpuAllReduceBench.class.getName()).args(rawArgs)
+            return RankLauncher.of(ranks, GpuAllReduceBench.class.getName())
+                    .args(spec.commandLine().getParseResult().originalArgs())
                     .timeout(Duration.ofMinutes(9)).run().exitStatus();
         }
         java.util.concurrent.atomic.AtomicLong wrong = new java.util.concurrent.atomic.AtomicLong();
@@ -174,5 +184,26 @@ public final class GpuAllReduceBench {
         java.lang.ref.Reference.reachabilityFence(host);
         // Inputs of the timed calls stay these; their values do not matter for speed.
         return wrong;
+    }
+
+    static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            return Params.parseSize(value);
+        }
+    }
+
+    static final class TypeConverter implements CommandLine.ITypeConverter<DataType> {
+        @Override
+        public DataType convert(String value) {
+            return DataType.fromName(value);
+        }
+    }
+
+    static final class OpConverter implements CommandLine.ITypeConverter<ReduceOp> {
+        @Override
+        public ReduceOp convert(String value) {
+            return ReduceOp.fromName(value);
+        }
     }
 }

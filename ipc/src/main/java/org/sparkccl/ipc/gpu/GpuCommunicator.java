@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.concurrent.locks.LockSupport;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.JCudaDriver;
@@ -23,6 +22,7 @@ import org.sparkccl.core.StagingBuffer;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.core.wait.SpinYieldPark;
 import org.sparkccl.core.proto.ChannelLayout;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
@@ -72,11 +72,8 @@ public final class GpuCommunicator implements Communicator {
      */
     static final int MAX_BLOCKS_PER_GPU = 64;
     private static final long PEER_CHECK_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(50);
-    /**
-     * A waiting rank yields its core (staying runnable) this long before it parks: waking from a park
-     * takes tens of microseconds, which a 256 MB all-reduce (~0.8 ms of kernel) would pay on every call.
-     */
-    private static final long YIELD_BEFORE_PARK_NS = TimeUnit.MILLISECONDS.toNanos(20);
+    /** Parks, once a wait has yielded for SpinYieldPark's 20 ms, last this long (a GPU call ends on its own). */
+    private static final long PARK_NS = TimeUnit.MICROSECONDS.toNanos(20);
 
     private final int rank;
     private final int size;
@@ -107,7 +104,8 @@ public final class GpuCommunicator implements Communicator {
     private String gateId;
     private int ranksInProcess;
     private long timeoutNs;
-    private int spinsBeforeYield;
+    /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
+    private SpinYieldPark idle;
     private int sequence;
     private long lastLaunchNanos;
     private long lastKernelNanos;
@@ -155,7 +153,7 @@ public final class GpuCommunicator implements Communicator {
         stream = own(new CudaStream(device, where));
         module = KernelModule.forDevice(device);
         timeoutNs = TimeUnit.MILLISECONDS.toNanos(params.get(Params.TIMEOUT_MS));
-        spinsBeforeYield = params.get(Params.SPINS_BEFORE_YIELD);
+        idle = new SpinYieldPark(params.get(Params.SPINS_BEFORE_YIELD), SpinYieldPark.DEFAULT_YIELD_NANOS, PARK_NS, PARK_NS);
 
         long simpleBytes = params.isSet(Params.BUFFSIZE) ? params.get(Params.BUFFSIZE) : DEFAULT_GPU_BUFFSIZE;
         ChannelLayout layout = new ChannelLayout(params.get(Params.LL_BUFFSIZE), simpleBytes);
@@ -579,6 +577,7 @@ public final class GpuCommunicator implements Communicator {
         boolean hostTimedOut = false;
         String stoppedBy = null;
         int seq = header.sequence;
+        idle.reset();
         while (statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
             ++idles;
             if (viaResident && (idles & 63) == 0) {
@@ -587,14 +586,9 @@ public final class GpuCommunicator implements Communicator {
             if ((idles & 1023) == 0 && kernelStream.isIdle() && statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
                 throw fail(header, DevCommLayout.CODE_KERNEL_LOST, deadPeer);
             }
-            if (idles <= spinsBeforeYield) {
-                Thread.onSpinWait();
+            idle.idle();
+            if (!idle.pastSpinning()) {
                 continue;
-            }
-            if (System.nanoTime() - start < YIELD_BEFORE_PARK_NS) {
-                Thread.yield();
-            } else {
-                LockSupport.parkNanos(20_000);
             }
             if (stoppedBy == null) {
                 // The kernel cannot be killed: it is asked to stop, raises every rank's abort word, and ends.
