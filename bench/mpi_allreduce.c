@@ -15,6 +15,8 @@
  *   -n N     timed iterations per size
  *   -c 0|1   check results (default 1)
  *   -s SEED  seed of the data generator (default 1)
+ *   -S 1     also print each rank's min/median/p90/max per call to stderr
+ *            (as bin/allreduce-perf --call-stats)
  *
  * Bandwidths follow nccl-tests' definitions:
  *   algbw = bytes / time,  busbw = algbw * 2(n-1)/n  (GB/s, 1 GB = 1e9 B)
@@ -100,6 +102,15 @@ static size_t parse_size(const char *text)
     return (size_t)value;
 }
 
+/* -S 1: per-call statistics on stderr, as allreduce-perf --call-stats. */
+static int call_stats;
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Time `iters` allreduces after `warmup` untimed ones; returns the slowest
  * rank's average microseconds per iteration (on rank 0). In-place passes MPI_IN_PLACE
  * and reduces into recvbuf, exactly as an application doing in-place would. */
@@ -112,6 +123,29 @@ static double time_allreduce(const float *sendbuf, float *recvbuf, size_t count,
 
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
+    if (call_stats) {
+        /* As allreduce-perf --call-stats: each call's time on this rank, then min/median/p90/max. */
+        double *us = malloc(iters * sizeof(double));
+        double last = start;
+        for (int i = 0; i < iters; i++) {
+            MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            double now = MPI_Wtime();
+            us[i] = (now - last) * 1e6;
+            last = now;
+        }
+        double mine_avg = (MPI_Wtime() - start) / iters * 1e6;
+        qsort(us, iters, sizeof(double), compare_doubles);
+        int p90 = (int)((iters * 9 + 9) / 10) - 1; /* nearest rank, as CallStats */
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr, "# calls rank %d %zu B %s: min %.1f median %.1f p90 %.1f max %.1f us\n", rank,
+                count * sizeof(float), in_place ? "in-place" : "out-of-place", us[0], us[iters / 2], us[p90],
+                us[iters - 1]);
+        free(us);
+        double slowest_avg = 0.0;
+        MPI_Reduce(&mine_avg, &slowest_avg, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        return slowest_avg;
+    }
     for (int i = 0; i < iters; i++)
         MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double mine = (MPI_Wtime() - start) / iters * 1e6;
@@ -157,9 +191,10 @@ int main(int argc, char **argv)
         else if (!strcmp(flag, "-n")) iters = atoi(value);
         else if (!strcmp(flag, "-c")) check = atoi(value);
         else if (!strcmp(flag, "-s")) seed = strtoull(value, NULL, 10);
+        else if (!strcmp(flag, "-S")) call_stats = atoi(value);
         else {
             if (rank == 0)
-                fprintf(stderr, "mpi_allreduce: unknown flag %s (known: -b -e -f -w -n -c -s)\n", flag);
+                fprintf(stderr, "mpi_allreduce: unknown flag %s (known: -b -e -f -w -n -c -s -S)\n", flag);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }

@@ -415,14 +415,50 @@ public final class AllReducePerf implements Callable<Integer> {
             // path the JIT has not seen (send == recv, a count below one block) would otherwise
             // deoptimize inside the first timed rows, and with C2 alone run interpreted until the
             // method is hot again (seen: the first row, 1 KB, at twice the 2 KB row's median).
+            long[] oneCall = new long[1];
             for (int i = 0; i < JIT_WARMUP_SMALL_CALLS; i++) {
-                comm.allReduce(i % 2 == 0 ? send : recv, recv, (i & 2) == 0 ? small : smallest, type, reduceOp);
+                timedCalls(i % 2 == 0 ? send : recv, (i & 2) == 0 ? small : smallest, type, reduceOp, 1, oneCall);
+                if (i % 16 == 15) {
+                    // The calls each row ends with (the slowest rank's time, the wrong count): other
+                    // types and ops in the same call path. Unseen while C2 compiled the path, the first
+                    // of them deoptimized it after the first row (PrintCompilation: HostCommunicator
+                    // .allReduce "made not entrant"), and C2 alone recompiled it 10 000 calls into the
+                    // next row, taking a core for milliseconds there.
+                    memory.allReduceBits(comm, Double.doubleToRawLongBits(i), DataType.FLOAT64, ReduceOp.MAX);
+                    memory.allReduceBits(comm, i, DataType.INT64, ReduceOp.SUM);
+                }
+                if (i % 10_000 == 9_999) {
+                    // A few long waits too (one rank late by more than the 20 ms yield phase), so that
+                    // the wait loop's yield and park branches are in the profile; the barriers around
+                    // every row would otherwise take them first, after compilation.
+                    if (comm.rank() == (i / 10_000) % comm.size()) {
+                        sleepMillis(25);
+                    }
+                    comm.allReduce(send, recv, small, type, reduceOp);
+                }
             }
             for (int i = 0; i < JIT_WARMUP_MID_CALLS; i++) {
                 comm.allReduce(i % 2 == 0 ? send : recv, recv, mid, type, reduceOp);
             }
             for (int i = 0; i < JIT_WARMUP_LARGE_CALLS; i++) {
                 comm.allReduce(i % 2 == 0 ? send : recv, recv, large, type, reduceOp);
+            }
+        }
+
+        /**
+         * The timed loop, in a method of its own that the JIT warm-up calls too: inside measure() it
+         * was compiled on stack (OSR) in the middle of each row's loop, and recompiled when the next
+         * row entered it another way (PrintCompilation: measure @ 240, made not entrant, compiled again).
+         * Each call's time goes to {@code callNs} (the clock reads cost tens of nanoseconds, alike in
+         * every row).
+         */
+        private void timedCalls(long src, long count, DataType type, ReduceOp reduceOp, int calls, long[] callNs) {
+            long last = System.nanoTime();
+            for (int i = 0; i < calls; i++) {
+                comm.allReduce(src, recv, count, type, reduceOp);
+                long now = System.nanoTime();
+                callNs[i] = now - last;
+                last = now;
             }
         }
 
@@ -443,23 +479,11 @@ public final class AllReducePerf implements Callable<Integer> {
             }
             long jitWaitMs = JitQuiet.await();
             comm.barrier();
-            long[] callNs = callStats ? new long[iters] : null;
+            long[] callNs = new long[iters];
             long start = System.nanoTime();
-            if (callNs == null) {
-                for (int i = 0; i < iters; i++) {
-                    comm.allReduce(src, recv, count, type, reduceOp);
-                }
-            } else {
-                long last = start;
-                for (int i = 0; i < iters; i++) {
-                    comm.allReduce(src, recv, count, type, reduceOp);
-                    long now = System.nanoTime();
-                    callNs[i] = now - last;
-                    last = now;
-                }
-            }
+            timedCalls(src, count, type, reduceOp, iters, callNs);
             double timeUs = (System.nanoTime() - start) / 1e3 / iters;
-            if (callNs != null) {
+            if (callStats) {
                 System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs)
                         + (jitWaitMs < 0 ? "; JIT still compiling after " + -jitWaitMs + " ms" : "; JIT quiet after " + jitWaitMs + " ms"));
             }
@@ -500,6 +524,14 @@ public final class AllReducePerf implements Callable<Integer> {
             return List.of(ReduceOp.fromName(op));
         } catch (IllegalArgumentException e) {
             throw bad(e.getMessage());
+        }
+    }
+
+    private static void sleepMillis(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
