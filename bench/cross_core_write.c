@@ -6,9 +6,10 @@
  * lines that now sit in the peer's cache, so every line of the write must first be taken back
  * from there. This program times a 1 MB memcpy into a buffer that a second thread reads between
  * the copies, against the same memcpy when the second thread leaves the buffer alone. On the
- * 2-core CPU machine (2026-11-29): 140 us against 24 us per MB, i.e. about 7.5 GB/s for data a
- * peer has read, which bounds a plain-buffer all-reduce of 2 ranks near 7.5 GB/s busbw however
- * it is scheduled (see docs/perf/cpu-allreduce.md).
+ * 2-core CPU machine (2026-11-29) the answer moves for minutes at a time: 24-35 us per MB in one
+ * state, 120-200 us (5-8 GB/s) in the other, against 22-26 us untouched. In the slow state that
+ * bounds a plain-buffer all-reduce of 2 ranks near 5-8 GB/s busbw however it is scheduled;
+ * scripts/cpu-bench.sh runs this before every benchmark run (see docs/perf/cpu-allreduce.md).
  *
  *   cc -O2 -pthread bench/cross_core_write.c -o /tmp/cross_core_write && /tmp/cross_core_write
  */
