@@ -149,6 +149,12 @@ public final class AllReducePerf implements Callable<Integer> {
                     + " and the kernels are present; default ${DEFAULT-VALUE}")
     String device;
 
+    @Option(names = "--rewrite-input",
+            description = "CPU only: before each timed call each rank rewrites its input (untimed), as a training step"
+                    + " rewrites its gradients; the time is then the sum of the calls alone. nccl-tests leaves buffers"
+                    + " alone between calls, which on the CPU lets data stay in the cache of the core that last used it")
+    boolean rewriteInput;
+
     @Option(names = "--call-stats",
             description = "each rank also prints, per row, its calls' minimum, median, 90th percentile and maximum in us"
                     + " (to stderr; the table's time stays the average, as nccl-tests')")
@@ -218,6 +224,9 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         if (ranksPerGpu > 1 && !device.equalsIgnoreCase("gpu")) {
             throw bad("--ranks-per-gpu needs --device gpu (on the CPU, -g is the number of ranks)");
+        }
+        if (rewriteInput && device.equalsIgnoreCase("gpu")) {
+            throw bad("--rewrite-input rewrites host memory; use --device cpu");
         }
         if (register == 1 && device.equalsIgnoreCase("gpu")) {
             throw bad("-R 1 shares host memory between ranks; the GPU engine has no shared buffers yet: use --device cpu");
@@ -462,6 +471,22 @@ public final class AllReducePerf implements Callable<Integer> {
             }
         }
 
+        /**
+         * --rewrite-input: before each call, the input is written again from {@code saved} (untimed),
+         * so each call starts with it in this rank's cache, modified, as after a training step's backward
+         * pass; each call's time goes to {@code callNs}.
+         */
+        private void timedCallsAfterRewrite(long src, long saved, long count, DataType type, ReduceOp reduceOp,
+                                            int calls, long[] callNs) {
+            long bytes = count * type.size();
+            for (int i = 0; i < calls; i++) {
+                org.agrona.UnsafeApi.copyMemory(saved, src, bytes);
+                long t0 = System.nanoTime();
+                comm.allReduce(src, recv, count, type, reduceOp);
+                callNs[i] = System.nanoTime() - t0;
+            }
+        }
+
         private PerfTable.Measurement measure(DataType type, ReduceOp reduceOp, long count, boolean inPlace) {
             long src = inPlace ? recv : send;
             int n = comm.size();
@@ -480,9 +505,27 @@ public final class AllReducePerf implements Callable<Integer> {
             long jitWaitMs = JitQuiet.await();
             comm.barrier();
             long[] callNs = new long[iters];
-            long start = System.nanoTime();
-            timedCalls(src, count, type, reduceOp, iters, callNs);
-            double timeUs = (System.nanoTime() - start) / 1e3 / iters;
+            double timeUs;
+            if (rewriteInput) {
+                long bytes = Math.max(1, count * type.size());
+                long saved = org.agrona.UnsafeApi.allocateMemory(bytes);
+                try {
+                    org.agrona.UnsafeApi.copyMemory(src, saved, count * type.size());
+                    timedCallsAfterRewrite(src, saved, count, type, reduceOp, iters, callNs);
+                    org.agrona.UnsafeApi.copyMemory(saved, src, count * type.size());
+                } finally {
+                    org.agrona.UnsafeApi.freeMemory(saved);
+                }
+                long sum = 0;
+                for (long ns : callNs) {
+                    sum += ns;
+                }
+                timeUs = sum / 1e3 / iters;
+            } else {
+                long start = System.nanoTime();
+                timedCalls(src, count, type, reduceOp, iters, callNs);
+                timeUs = (System.nanoTime() - start) / 1e3 / iters;
+            }
             if (callStats) {
                 System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs)
                         + (jitWaitMs < 0 ? "; JIT still compiling after " + -jitWaitMs + " ms" : "; JIT quiet after " + jitWaitMs + " ms"));

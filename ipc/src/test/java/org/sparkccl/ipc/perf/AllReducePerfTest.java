@@ -101,6 +101,15 @@ class AllReducePerfTest {
     }
 
     @Test
+    void rewritingTheInputBeforeEachCallKeepsEveryRowRight() {
+        Run r = run("-g", "2", "-b", "64K", "-e", "1M", "-f", "4", "-n", "3", "-w", "1", "-c", "1", "-R", "1",
+                "--rewrite-input");
+        assertEquals(0, r.code, r.err);
+        assertEquals(3, rows(r.out).size(), r.out);
+        assertTrue(r.out.contains("# Out of bounds values : 0 OK"), r.out);
+    }
+
+    @Test
     void everyTypeAndOpOnThreeRanksAndOnOne() {
         Run three = run("-g", "3", "-b", "4K", "-e", "4K", "-d", "all", "-o", "all", "-n", "2", "-w", "1", "--proto", "Simple");
         assertEquals(0, three.code, three.err);
