@@ -111,6 +111,18 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* -S 1: one rank's call times of one size (us, sorted here) as allreduce-perf --call-stats prints them. */
+static void print_call_stats(double *us, int iters, size_t count, int in_place)
+{
+    qsort(us, iters, sizeof(double), compare_doubles);
+    int p90 = (int)((iters * 9 + 9) / 10) - 1; /* nearest rank, as CallStats */
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "# calls rank %d %zu B %s: min %.1f median %.1f p90 %.1f max %.1f us\n", rank,
+            count * sizeof(float), in_place ? "in-place" : "out-of-place", us[0], us[iters / 2], us[p90],
+            us[iters - 1]);
+}
+
 /* Time `iters` allreduces after `warmup` untimed ones; returns the slowest
  * rank's average microseconds per iteration (on rank 0). In-place passes MPI_IN_PLACE
  * and reduces into recvbuf, exactly as an application doing in-place would. */
@@ -121,11 +133,10 @@ static double time_allreduce(const float *sendbuf, float *recvbuf, size_t count,
     for (int i = 0; i < warmup; i++)
         MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 
+    double *us = call_stats ? malloc(iters * sizeof(double)) : NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
-    if (call_stats) {
-        /* As allreduce-perf --call-stats: each call's time on this rank, then min/median/p90/max. */
-        double *us = malloc(iters * sizeof(double));
+    if (us) {
         double last = start;
         for (int i = 0; i < iters; i++) {
             MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -133,22 +144,15 @@ static double time_allreduce(const float *sendbuf, float *recvbuf, size_t count,
             us[i] = (now - last) * 1e6;
             last = now;
         }
-        double mine_avg = (MPI_Wtime() - start) / iters * 1e6;
-        qsort(us, iters, sizeof(double), compare_doubles);
-        int p90 = (int)((iters * 9 + 9) / 10) - 1; /* nearest rank, as CallStats */
-        int rank;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fprintf(stderr, "# calls rank %d %zu B %s: min %.1f median %.1f p90 %.1f max %.1f us\n", rank,
-                count * sizeof(float), in_place ? "in-place" : "out-of-place", us[0], us[iters / 2], us[p90],
-                us[iters - 1]);
-        free(us);
-        double slowest_avg = 0.0;
-        MPI_Reduce(&mine_avg, &slowest_avg, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        return slowest_avg;
+    } else {
+        for (int i = 0; i < iters; i++)
+            MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
-    for (int i = 0; i < iters; i++)
-        MPI_Allreduce(src, recvbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double mine = (MPI_Wtime() - start) / iters * 1e6;
+    if (us) {
+        print_call_stats(us, iters, count, in_place);
+        free(us);
+    }
 
     double slowest = 0.0; /* meaningful on rank 0, the rank that prints */
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
