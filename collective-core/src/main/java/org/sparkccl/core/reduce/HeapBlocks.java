@@ -20,6 +20,9 @@ final class HeapBlocks {
     private final float[] fb = new float[BLOCK_BYTES / 4];
     private final double[] da = new double[BLOCK_BYTES / 8];
     private final double[] db = new double[BLOCK_BYTES / 8];
+    /** The two inputs and the one output of a pairwise reduction, as the k-input methods take them. */
+    private final long[] pair = new long[2];
+    private final long[] single = new long[1];
 
     static HeapBlocks forThread() {
         return PER_THREAD.get();
@@ -27,17 +30,10 @@ final class HeapBlocks {
 
     /** {@code out[i] = a[i] op b[i]} for float32; {@code out} may be {@code a} or {@code b}. */
     void reduceFloat(ReduceOp op, long a, long b, long out, long count) {
-        float[] x = fa;
-        float[] y = fb;
-        for (long done = 0; done < count; done += x.length) {
-            int n = (int) Math.min(x.length, count - done);
-            long off = done << 2;
-            long bytes = (long) n << 2;
-            UnsafeApi.copyMemory(null, a + off, x, FLOAT_BASE, bytes);
-            UnsafeApi.copyMemory(null, b + off, y, FLOAT_BASE, bytes);
-            combine(op, x, y, n);
-            UnsafeApi.copyMemory(x, FLOAT_BASE, null, out + off, bytes);
-        }
+        pair[0] = a;
+        pair[1] = b;
+        single[0] = out;
+        reduceFloatToAll(op, pair, 2, single, 1, 0, count, 1);
     }
 
     /**
@@ -71,17 +67,10 @@ final class HeapBlocks {
 
     /** {@code out[i] = a[i] op b[i]} for float64; {@code out} may be {@code a} or {@code b}. */
     void reduceDouble(ReduceOp op, long a, long b, long out, long count) {
-        double[] x = da;
-        double[] y = db;
-        for (long done = 0; done < count; done += x.length) {
-            int n = (int) Math.min(x.length, count - done);
-            long off = done << 3;
-            long bytes = (long) n << 3;
-            UnsafeApi.copyMemory(null, a + off, x, DOUBLE_BASE, bytes);
-            UnsafeApi.copyMemory(null, b + off, y, DOUBLE_BASE, bytes);
-            combine(op, x, y, n);
-            UnsafeApi.copyMemory(x, DOUBLE_BASE, null, out + off, bytes);
-        }
+        pair[0] = a;
+        pair[1] = b;
+        single[0] = out;
+        reduceDoubleToAll(op, pair, 2, single, 1, 0, count, 1);
     }
 
     /** {@link #reduceFloatToAll} for float64. */
