@@ -11,11 +11,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import org.agrona.UnsafeApi;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.HostStagingBuffer;
 import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.TcpBootstrap;
@@ -263,8 +265,10 @@ public final class AllReducePerf implements Callable<Integer> {
             String devices = describeDevices(bootstrap, gpu, ordinal);
             try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
                  PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
-                         : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1)) {
-                return new Sweep(comm, memory, me.rank() == 0 ? System.out : null, types, ops).run(devices);
+                         : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
+                 HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null) {
+                return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), me.rank() == 0 ? System.out : null,
+                        types, ops).run(devices);
             }
         } catch (CclException e) {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
@@ -322,8 +326,10 @@ public final class AllReducePerf implements Callable<Integer> {
         private final List<ReduceOp> ops;
         private final long send;
         private final long recv;
+        /** --rewrite-input: a copy of the row's input that each timed call starts from (0 without). */
+        private final long saved;
 
-        Sweep(Communicator comm, PerfMemory memory, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
+        Sweep(Communicator comm, PerfMemory memory, long saved, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
             this.comm = comm;
             this.memory = memory;
             this.out = out;
@@ -331,6 +337,7 @@ public final class AllReducePerf implements Callable<Integer> {
             this.ops = ops;
             this.send = memory.send();
             this.recv = memory.recv();
+            this.saved = saved;
         }
 
         int run(String devices) {
@@ -459,32 +466,27 @@ public final class AllReducePerf implements Callable<Integer> {
          * was compiled on stack (OSR) in the middle of each row's loop, and recompiled when the next
          * row entered it another way (PrintCompilation: measure @ 240, made not entrant, compiled again).
          * Each call's time goes to {@code callNs} (the clock reads cost tens of nanoseconds, alike in
-         * every row).
+         * every row); returns their sum. With --rewrite-input the input is first written again from
+         * {@link #saved} (untimed), so each call starts with it in this rank's cache, modified, as after
+         * a training step's backward pass; without, the calls run back to back and the sum is the loop's
+         * wall time.
          */
-        private void timedCalls(long src, long count, DataType type, ReduceOp reduceOp, int calls, long[] callNs) {
+        private long timedCalls(long src, long count, DataType type, ReduceOp reduceOp, int calls, long[] callNs) {
+            long bytes = count * type.size();
+            long total = 0;
             long last = System.nanoTime();
             for (int i = 0; i < calls; i++) {
+                if (rewriteInput) {
+                    UnsafeApi.copyMemory(saved, src, bytes);
+                    last = System.nanoTime();
+                }
                 comm.allReduce(src, recv, count, type, reduceOp);
                 long now = System.nanoTime();
                 callNs[i] = now - last;
+                total += callNs[i];
                 last = now;
             }
-        }
-
-        /**
-         * --rewrite-input: before each call, the input is written again from {@code saved} (untimed),
-         * so each call starts with it in this rank's cache, modified, as after a training step's backward
-         * pass; each call's time goes to {@code callNs}.
-         */
-        private void timedCallsAfterRewrite(long src, long saved, long count, DataType type, ReduceOp reduceOp,
-                                            int calls, long[] callNs) {
-            long bytes = count * type.size();
-            for (int i = 0; i < calls; i++) {
-                org.agrona.UnsafeApi.copyMemory(saved, src, bytes);
-                long t0 = System.nanoTime();
-                comm.allReduce(src, recv, count, type, reduceOp);
-                callNs[i] = System.nanoTime() - t0;
-            }
+            return total;
         }
 
         private PerfTable.Measurement measure(DataType type, ReduceOp reduceOp, long count, boolean inPlace) {
@@ -505,26 +507,12 @@ public final class AllReducePerf implements Callable<Integer> {
             long jitWaitMs = JitQuiet.await();
             comm.barrier();
             long[] callNs = new long[iters];
-            double timeUs;
             if (rewriteInput) {
-                long bytes = Math.max(1, count * type.size());
-                long saved = org.agrona.UnsafeApi.allocateMemory(bytes);
-                try {
-                    org.agrona.UnsafeApi.copyMemory(src, saved, count * type.size());
-                    timedCallsAfterRewrite(src, saved, count, type, reduceOp, iters, callNs);
-                    org.agrona.UnsafeApi.copyMemory(saved, src, count * type.size());
-                } finally {
-                    org.agrona.UnsafeApi.freeMemory(saved);
-                }
-                long sum = 0;
-                for (long ns : callNs) {
-                    sum += ns;
-                }
-                timeUs = sum / 1e3 / iters;
-            } else {
-                long start = System.nanoTime();
-                timedCalls(src, count, type, reduceOp, iters, callNs);
-                timeUs = (System.nanoTime() - start) / 1e3 / iters;
+                UnsafeApi.copyMemory(src, saved, count * type.size());
+            }
+            double timeUs = timedCalls(src, count, type, reduceOp, iters, callNs) / 1e3 / iters;
+            if (rewriteInput) {
+                UnsafeApi.copyMemory(saved, src, count * type.size());
             }
             if (callStats) {
                 System.err.println(CallStats.describe(comm.rank(), count * type.size(), inPlace, callNs)
@@ -568,6 +556,12 @@ public final class AllReducePerf implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw bad(e.getMessage());
         }
+    }
+
+    /** The warm-up's calls with --rewrite-input start from these bytes: zeros, not whatever malloc left. */
+    private static HostStagingBuffer zeroed(HostStagingBuffer buffer) {
+        UnsafeApi.setMemory(buffer.address(), buffer.size(), (byte) 0);
+        return buffer;
     }
 
     private static void sleepMillis(long ms) {

@@ -38,13 +38,14 @@ final class JitQuiet {
     /** Returns how long it waited, in ms; negative if it gave up while the JIT was still compiling. */
     static long await() {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean proc = compilerCpuNanos() >= 0;
+        long compilerNanos = compilerCpuNanos();
+        boolean proc = compilerNanos >= 0;
         if (!proc && (jit == null || !jit.isCompilationTimeMonitoringSupported())) {
             return 0;
         }
         long start = System.nanoTime();
         long deadline = start + TimeUnit.MILLISECONDS.toNanos(MAX_WAIT_MS);
-        long last = proc ? compilerCpuNanos() : jit.getTotalCompilationTime();
+        long last = proc ? compilerNanos : jit.getTotalCompilationTime();
         long quietSince = System.nanoTime();
         while (System.nanoTime() - deadline < 0) {
             sleep();
