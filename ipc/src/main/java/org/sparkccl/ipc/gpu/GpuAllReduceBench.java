@@ -15,6 +15,7 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.launch.LaunchedRank;
 import org.sparkccl.ipc.launch.RankLauncher;
+import org.sparkccl.ipc.perf.AllReducePerf.SizeConverter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -184,13 +185,6 @@ public final class GpuAllReduceBench implements Callable<Integer> {
         java.lang.ref.Reference.reachabilityFence(host);
         // Inputs of the timed calls stay these; their values do not matter for speed.
         return wrong;
-    }
-
-    static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
-        @Override
-        public Long convert(String value) {
-            return Params.parseSize(value);
-        }
     }
 
     static final class TypeConverter implements CommandLine.ITypeConverter<DataType> {

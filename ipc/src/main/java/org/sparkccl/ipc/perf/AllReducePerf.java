@@ -580,8 +580,8 @@ public final class AllReducePerf implements Callable<Integer> {
         return new PrintStream(java.io.OutputStream.nullOutputStream());
     }
 
-    /** Sizes as nccl-tests takes them: bytes, or with a K, M or G suffix. */
-    static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
+    /** Sizes as nccl-tests takes them: bytes, or with a K, M or G suffix (also GpuAllReduceBench's). */
+    public static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
         @Override
         public Long convert(String value) {
             try {
