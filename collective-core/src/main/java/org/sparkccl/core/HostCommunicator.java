@@ -12,6 +12,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.BooleanSupplier;
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.copy.BulkCopy;
 import org.agrona.concurrent.AtomicBuffer;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
@@ -86,6 +87,7 @@ public final class HostCommunicator implements Communicator {
 
         void close() {
             ll.close();
+            simple.close();
             UnsafeApi.freeMemory(headerScratch);
         }
     }
@@ -222,6 +224,7 @@ public final class HostCommunicator implements Communicator {
             ringText.append(i == 0 ? "" : " -> ").append(i % size);
         }
         channels = new Channel[nch];
+        log.info(Subsys.SHM, "bulk copies: %s", BulkCopy.describe());
         for (int c = 0; c < nch; c++) {
             log.info(Subsys.GRAPH, "Ring %02d : %s", c, ringText);
             log.info(Subsys.INIT, "Channel %02d : %d[%d] -> %d[%d] via %s", c, rank, me.pid(), next, infos[next].pid(),
@@ -677,7 +680,7 @@ public final class HostCommunicator implements Communicator {
 
     private static void copyIfApart(long send, long recv, long bytes) {
         if (send != recv && bytes > 0) {
-            UnsafeApi.copyMemory(send, recv, bytes);
+            BulkCopy.copy(send, recv, bytes);
         }
     }
 

@@ -4,6 +4,7 @@ import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.OneShotLayout;
 import org.sparkccl.core.reduce.Reduction;
@@ -65,7 +66,7 @@ public final class OneShotAllReduce {
         long own = areas[rank] + slot;
         mine.write(own + OneShotLayout.HEADER_OFFSET);
         if (bytes > 0) {
-            UnsafeApi.copyMemory(send, own + OneShotLayout.DATA_OFFSET, bytes);
+            BulkCopy.copy(send, own + OneShotLayout.DATA_OFFSET, bytes);
         }
         UnsafeApi.putIntRelease(null, own + OneShotLayout.FLAG_OFFSET, flag); // publishes header and data
 
@@ -82,7 +83,7 @@ public final class OneShotAllReduce {
             }
             if (p == 0) {
                 if (src != recv && bytes > 0) {
-                    UnsafeApi.copyMemory(src, recv, bytes);
+                    BulkCopy.copy(src, recv, bytes);
                 }
             } else {
                 Reduction.reduce(type, op, recv, src, recv, count);

@@ -41,6 +41,10 @@ public final class Params {
                     + " holds only one rank of the communicator", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
     public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
             "1 disables the shared-memory transport", Params::parseBoolean);
+    public static final Param<Boolean> NATIVE_COPY = define("NATIVE_COPY", true,
+            "1 copies collective data of 32 KB and more with the C library's memcpy (through JNA), which writes"
+                    + " cache lines that other cores hold without reading them first; 0 uses the JVM's copy."
+                    + " Read once per JVM", Params::parseBoolean);
     public static final Param<Long> BUFFSIZE = define("BUFFSIZE", 1L << 20,
             "bytes of Simple-protocol buffer per channel and peer (split into 8 slots)", Params::parseSize);
     public static final Param<Long> LL_BUFFSIZE = define("LL_BUFFSIZE", 256L << 10,

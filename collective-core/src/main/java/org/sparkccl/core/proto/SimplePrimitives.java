@@ -3,17 +3,22 @@ package org.sparkccl.core.proto;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.reduce.Reduction;
 
 /**
  * Simple on the CPU ({@link ChannelLayout}): raw data in a FIFO of STEPS slots, published with a
  * release store of the tail and freed with a release store of the head. A reduce step reads the
- * predecessor's slot and this rank's data and writes straight into the successor's slot: one pass
- * over memory per hop.
+ * predecessor's slot and this rank's data, reduces them block by block into a small buffer of its
+ * own that stays in cache, and copies each block into the successor's slot. Every write into a
+ * slot goes through {@link BulkCopy}: the successor has read those lines in the previous round.
  */
-public final class SimplePrimitives implements Primitives {
-    /** Reduce-then-copy granularity inside a slot; a multiple of every element size. */
-    private static final int COPY_BLOCK_BYTES = 16 << 10;
+public final class SimplePrimitives implements Primitives, AutoCloseable {
+    /**
+     * Reduce-then-copy granularity inside a slot; a multiple of every element size. 32 KB: the
+     * smallest copy BulkCopy hands to libc, and the block is still in L1 or L2 when copied.
+     */
+    private static final int COPY_BLOCK_BYTES = (int) BulkCopy.NATIVE_MIN_BYTES;
     private final Connection c;
     private final int slotBytes;
     private final long recvBase;
@@ -21,6 +26,8 @@ public final class SimplePrimitives implements Primitives {
     private DataType type = DataType.UINT8;
     private ReduceOp op = ReduceOp.SUM;
     private int nranks = 1;
+    /** One reduced block on its way into the successor's slot (recvReduceSend). */
+    private final long block = UnsafeApi.allocateMemory(COPY_BLOCK_BYTES);
 
     public SimplePrimitives(Connection connection) {
         this.c = connection;
@@ -41,7 +48,7 @@ public final class SimplePrimitives implements Primitives {
         for (long done = 0; done < bytes; done += slotBytes) {
             int n = piece(bytes, done);
             long slot = acquireSendSlot();
-            UnsafeApi.copyMemory(src + done, slot, n);
+            BulkCopy.copy(src + done, slot, n);
             publishSend();
         }
     }
@@ -51,7 +58,7 @@ public final class SimplePrimitives implements Primitives {
         for (long done = 0; done < bytes; done += slotBytes) {
             int n = piece(bytes, done);
             long slot = acquireRecvSlot();
-            UnsafeApi.copyMemory(slot, dst + done, n);
+            BulkCopy.copy(slot, dst + done, n);
             releaseRecv();
         }
     }
@@ -62,7 +69,12 @@ public final class SimplePrimitives implements Primitives {
             int n = piece(bytes, done);
             long in = acquireRecvSlot();
             long out = acquireSendSlot();
-            Reduction.reduce(type, op, in, src + done, out, n / type.size());
+            int es = type.size();
+            for (int at = 0; at < n; at += COPY_BLOCK_BYTES) {
+                int m = Math.min(COPY_BLOCK_BYTES, n - at);
+                Reduction.reduce(type, op, in + at, src + done + at, block, m / es);
+                BulkCopy.copy(block, out + at, m);
+            }
             publishSend();
             releaseRecv();
         }
@@ -84,7 +96,7 @@ public final class SimplePrimitives implements Primitives {
                 if (finish && op == ReduceOp.AVG) {
                     Reduction.divide(type, d, m / es, nranks);
                 }
-                UnsafeApi.copyMemory(d, out + at, m);
+                BulkCopy.copy(d, out + at, m);
             }
             releaseRecv();
             publishSend();
@@ -104,9 +116,9 @@ public final class SimplePrimitives implements Primitives {
             int n = piece(bytes, done);
             long in = acquireRecvSlot();
             long out = acquireSendSlot();
-            UnsafeApi.copyMemory(in, out, n);
+            BulkCopy.copy(in, out, n);
             publishSend();
-            UnsafeApi.copyMemory(in, dst + done, n);
+            BulkCopy.copy(in, dst + done, n);
             releaseRecv();
         }
     }
@@ -119,6 +131,11 @@ public final class SimplePrimitives implements Primitives {
         if (finish && op == ReduceOp.AVG) {
             Reduction.divide(type, dst, count, nranks);
         }
+    }
+
+    @Override
+    public void close() {
+        UnsafeApi.freeMemory(block);
     }
 
     public int slotBytes() {

@@ -23,6 +23,8 @@ final class HeapBlocks {
     /** The two inputs and the one output of a pairwise reduction, as the k-input methods take them. */
     private final long[] pair = new long[2];
     private final long[] single = new long[1];
+    /** The one output when a k-input reduction goes through the caller's scratch. */
+    private final long[] intoScratch = new long[1];
 
     static HeapBlocks forThread() {
         return PER_THREAD.get();
@@ -33,21 +35,22 @@ final class HeapBlocks {
         pair[0] = a;
         pair[1] = b;
         single[0] = out;
-        reduceFloatToAll(op, pair, 2, single, 1, 0, count, 1);
+        reduceFloatToAll(op, pair, 2, 0, single, 1, 0, count, 1);
     }
 
     /**
-     * Each of the first m outputs gets {@code in_0 op in_1 op ... op in_{k-1}} (in that order) of float32 elements
-     * {@code [offset, offset + count)}, divided by {@code divisor} unless it is 1 (AVG). Block by
-     * block, all inputs are read before any output is written, so outputs may be inputs.
+     * Each of the first m outputs gets, from byte {@code outOffset} on, {@code in_0 op in_1 op ... op in_{k-1}}
+     * (in that order) of the inputs' float32 elements from byte {@code inOffset} on, {@code count} of them,
+     * divided by {@code divisor} unless it is 1 (AVG). Block by block, all inputs are read before any
+     * output is written, so outputs may be inputs.
      */
-    void reduceFloatToAll(ReduceOp op, long[] inputs, int k, long[] outputs, int m, long offset, long count,
-                          int divisor) {
+    void reduceFloatToAll(ReduceOp op, long[] inputs, int k, long inOffset, long[] outputs, int m, long outOffset,
+                          long count, int divisor) {
         float[] x = fa;
         float[] y = fb;
         for (long done = 0; done < count; done += x.length) {
             int n = (int) Math.min(x.length, count - done);
-            long off = offset + (done << 2);
+            long off = inOffset + (done << 2);
             long bytes = (long) n << 2;
             UnsafeApi.copyMemory(null, inputs[0] + off, x, FLOAT_BASE, bytes);
             for (int p = 1; p < k; p++) {
@@ -60,9 +63,24 @@ final class HeapBlocks {
                 }
             }
             for (int q = 0; q < m; q++) {
-                UnsafeApi.copyMemory(x, FLOAT_BASE, null, outputs[q] + off, bytes);
+                UnsafeApi.copyMemory(x, FLOAT_BASE, null, outputs[q] + outOffset + (done << 2), bytes);
             }
         }
+    }
+
+    /**
+     * {@link #reduceFloatToAll} into {@code scratch} (count elements from its start) instead of
+     * outputs: for callers that then copy the result out with {@link org.sparkccl.core.copy.BulkCopy}.
+     */
+    void reduceFloatInto(ReduceOp op, long[] inputs, int k, long inOffset, long scratch, long count, int divisor) {
+        intoScratch[0] = scratch;
+        reduceFloatToAll(op, inputs, k, inOffset, intoScratch, 1, 0, count, divisor);
+    }
+
+    /** {@link #reduceFloatInto} for float64. */
+    void reduceDoubleInto(ReduceOp op, long[] inputs, int k, long inOffset, long scratch, long count, int divisor) {
+        intoScratch[0] = scratch;
+        reduceDoubleToAll(op, inputs, k, inOffset, intoScratch, 1, 0, count, divisor);
     }
 
     /** {@code out[i] = a[i] op b[i]} for float64; {@code out} may be {@code a} or {@code b}. */
@@ -70,17 +88,17 @@ final class HeapBlocks {
         pair[0] = a;
         pair[1] = b;
         single[0] = out;
-        reduceDoubleToAll(op, pair, 2, single, 1, 0, count, 1);
+        reduceDoubleToAll(op, pair, 2, 0, single, 1, 0, count, 1);
     }
 
     /** {@link #reduceFloatToAll} for float64. */
-    void reduceDoubleToAll(ReduceOp op, long[] inputs, int k, long[] outputs, int m, long offset, long count,
-                          int divisor) {
+    void reduceDoubleToAll(ReduceOp op, long[] inputs, int k, long inOffset, long[] outputs, int m, long outOffset,
+                           long count, int divisor) {
         double[] x = da;
         double[] y = db;
         for (long done = 0; done < count; done += x.length) {
             int n = (int) Math.min(x.length, count - done);
-            long off = offset + (done << 3);
+            long off = inOffset + (done << 3);
             long bytes = (long) n << 3;
             UnsafeApi.copyMemory(null, inputs[0] + off, x, DOUBLE_BASE, bytes);
             for (int p = 1; p < k; p++) {
@@ -93,7 +111,7 @@ final class HeapBlocks {
                 }
             }
             for (int q = 0; q < m; q++) {
-                UnsafeApi.copyMemory(x, DOUBLE_BASE, null, outputs[q] + off, bytes);
+                UnsafeApi.copyMemory(x, DOUBLE_BASE, null, outputs[q] + outOffset + (done << 3), bytes);
             }
         }
     }

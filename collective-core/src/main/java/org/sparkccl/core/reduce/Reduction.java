@@ -1,6 +1,7 @@
 package org.sparkccl.core.reduce;
 
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 
@@ -46,25 +47,36 @@ public final class Reduction {
     public static void reduceToAll(DataType type, ReduceOp op, long[] inputs, int k, long[] outputs, int m,
                                    long offset, long count, long scratch) {
         int divisor = op == ReduceOp.AVG ? k : 1;
-        if (type == DataType.FLOAT32 && count >= HEAP_BLOCK_MIN_ELEMENTS) {
-            HeapBlocks.forThread().reduceFloatToAll(op, inputs, k, outputs, m, offset, count, divisor);
+        boolean fused = (type == DataType.FLOAT32 || type == DataType.FLOAT64) && count >= HEAP_BLOCK_MIN_ELEMENTS;
+        HeapBlocks blocks = fused ? HeapBlocks.forThread() : null;
+        if (fused && m == 1) {
+            // One output (this rank's own): written block by block, no pass through scratch.
+            if (type == DataType.FLOAT32) {
+                blocks.reduceFloatToAll(op, inputs, k, offset, outputs, 1, offset, count, divisor);
+            } else {
+                blocks.reduceDoubleToAll(op, inputs, k, offset, outputs, 1, offset, count, divisor);
+            }
             return;
         }
-        if (type == DataType.FLOAT64 && count >= HEAP_BLOCK_MIN_ELEMENTS) {
-            HeapBlocks.forThread().reduceDoubleToAll(op, inputs, k, outputs, m, offset, count, divisor);
-            return;
-        }
-        if (k == 1) {
-            UnsafeApi.copyMemory(inputs[0] + offset, scratch, count * type.size());
+        // Into scratch first, then one bulk copy per output: the outputs are other ranks' memory,
+        // whose lines their owners have read, and BulkCopy writes those without fetching them.
+        if (fused && type == DataType.FLOAT32) {
+            blocks.reduceFloatInto(op, inputs, k, offset, scratch, count, divisor);
+        } else if (fused) {
+            blocks.reduceDoubleInto(op, inputs, k, offset, scratch, count, divisor);
         } else {
-            reduce(type, op, inputs[0] + offset, inputs[1] + offset, scratch, count);
+            if (k == 1) {
+                UnsafeApi.copyMemory(inputs[0] + offset, scratch, count * type.size());
+            } else {
+                reduce(type, op, inputs[0] + offset, inputs[1] + offset, scratch, count);
+            }
+            for (int p = 2; p < k; p++) {
+                reduce(type, op, scratch, inputs[p] + offset, scratch, count);
+            }
+            divide(type, scratch, count, divisor);
         }
-        for (int p = 2; p < k; p++) {
-            reduce(type, op, scratch, inputs[p] + offset, scratch, count);
-        }
-        divide(type, scratch, count, divisor);
         for (int q = 0; q < m; q++) {
-            UnsafeApi.copyMemory(scratch, outputs[q] + offset, count * type.size());
+            BulkCopy.copy(scratch, outputs[q] + offset, count * type.size());
         }
     }
 

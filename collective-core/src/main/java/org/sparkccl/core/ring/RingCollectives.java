@@ -1,6 +1,6 @@
 package org.sparkccl.core.ring;
 
-import org.agrona.UnsafeApi;
+import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.proto.Primitives;
 
 /**
@@ -76,7 +76,7 @@ public final class RingCollectives {
             long bytes = Math.min(chunkElems, end - off) * esize;
             long mine = recv + (me * blockCount + off) * esize;
             if (send + off * esize != mine) {
-                UnsafeApi.copyMemory(send + off * esize, mine, bytes);
+                BulkCopy.copy(send + off * esize, mine, bytes);
             }
             p.send(mine, bytes);
             for (int j = 1; j < n - 1; j++) {
@@ -97,7 +97,7 @@ public final class RingCollectives {
             long at = off * esize;
             if (fromRoot == 0) {
                 if (send != recv) {
-                    UnsafeApi.copyMemory(send + at, recv + at, bytes);
+                    BulkCopy.copy(send + at, recv + at, bytes);
                 }
                 p.send(send + at, bytes);
             } else if (fromRoot < n - 1) {
