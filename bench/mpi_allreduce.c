@@ -118,9 +118,21 @@ static void print_call_stats(double *us, int iters, size_t count, int in_place)
     int p90 = (int)((iters * 9 + 9) / 10) - 1; /* nearest rank, as CallStats */
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "# calls rank %d %zu B %s: min %.1f median %.1f p90 %.1f max %.1f us\n", rank,
-            count * sizeof(float), in_place ? "in-place" : "out-of-place", us[0], us[iters / 2], us[p90],
-            us[iters - 1]);
+    /* Stalls as CallStats counts them: calls over 10x the median, and their excess over the
+     * median spread over all calls (what they add to the row's average). */
+    double median = us[iters / 2], excess = 0;
+    int stalls = 0;
+    for (int i = 0; i < iters; i++) {
+        if (us[i] > 10 * median) {
+            stalls++;
+            excess += us[i] - median;
+        }
+    }
+    fprintf(stderr,
+            "# calls rank %d %zu B %s: min %.1f median %.1f p90 %.1f max %.1f us; %d stalls (> 10x median) add %.2f us"
+            " to the average\n",
+            rank, count * sizeof(float), in_place ? "in-place" : "out-of-place", us[0], median, us[p90],
+            us[iters - 1], stalls, excess / iters);
 }
 
 /* Time `iters` allreduces after `warmup` untimed ones; returns the slowest
