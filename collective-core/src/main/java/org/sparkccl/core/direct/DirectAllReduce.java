@@ -39,12 +39,12 @@ import org.sparkccl.core.wait.WaitLoop;
  * all-gather read n - 1 slices once more); 2 ranks in place 2-4x (median call 1 MB 45 against 185
  * us, 8 MB 414 against 1412 us).
  *
- * <p><b>Read-all</b> (2 ranks, both out of place, up to {@link #READ_ALL_MAX_BYTES}): instead of
- * step 2 each rank reduces all elements of both inputs itself, in rank order, into its own output,
- * which no peer reads or writes, so no write ever invalidates a line in the other core. In place it
- * would overwrite an input the peer still reads. Measured against shared chunks, 2 rank JVMs,
- * median call: 1 MB 48-54 against 54-60 us, 4 MB 197-247 against 234-259 us, 8 MB 756-874 against
- * 687-737 us (hence up to 4 MB).
+ * <p>Shared chunks write into the peers' outputs, whose lines the peers hold; the result goes out
+ * through {@link org.sparkccl.core.copy.BulkCopy}, which writes such lines without fetching them
+ * first. With it, shared chunks also replaced read-all (2 ranks out of place up to 4 MB: each rank
+ * reduced both inputs into its own output), which measured faster before: 2 rank JVMs, -R 1, median
+ * call, two rounds each, 256 KB - 2 MB 15.4-15.6 / 28.6-29.7 / 59.4-61.2 / 132-138 us against
+ * 16.3-16.8 / 33.1-33.6 / 64.4-65.0 / 134-136 us, 4 MB 311-325 against 329-351 us.
  *
  * <p>Why one area per rank suffices for all calls: a rank posts call s + 1 only after every peer's
  * done flag of call s, and a peer raises that only after it has read everything of call s, so
@@ -52,8 +52,6 @@ import org.sparkccl.core.wait.WaitLoop;
  * only grow. Not thread safe: the communicator's calling thread runs it.
  */
 public final class DirectAllReduce {
-    /** Up to this size, 2 ranks that both run out of place use read-all (see the class comment). */
-    private static final long READ_ALL_MAX_BYTES = 4L << 20;
     /** Bytes per chunk: big enough that taking one (a compare-and-set on a shared line) costs little. */
     private static final long CHUNK_BYTES = 32 << 10;
 
@@ -67,8 +65,6 @@ public final class DirectAllReduce {
     private final long scratch;
     private final long[] sendOf;
     private final long[] recvOf;
-    /** The one output read-all writes: this rank's. */
-    private final long[] ownRecv = new long[1];
     /** Chunks of all shared-chunk calls so far: where the next such call's chunks start on the counter. */
     private long chunksHandedOut;
 
@@ -117,12 +113,8 @@ public final class DirectAllReduce {
                     UnsafeApi.getLong(area + DirectLayout.RECV_OFFSET_OFFSET), bytes, mine);
         }
 
-        // 2. Reduce: read-all, or shared chunks.
-        if (size == 2 && bytes <= READ_ALL_MAX_BYTES && noRankInPlace()) {
-            readAll(type, mine.op, count, recv);
-        } else {
-            reduceSharedChunks(type, mine.op, count);
-        }
+        // 2. Reduce.
+        reduceSharedChunks(type, mine.op, count);
 
         // 3. Done.
         UnsafeApi.putIntRelease(null, own + DirectLayout.DONE_FLAG_OFFSET, seq);
@@ -130,26 +122,6 @@ public final class DirectAllReduce {
             if (p != rank) {
                 await(areas[p] + DirectLayout.DONE_FLAG_OFFSET, seq, p, "the end of its direct all-reduce");
             }
-        }
-    }
-
-    /** Whether every rank's receive buffer is apart from its send buffer (every rank decides the same). */
-    private boolean noRankInPlace() {
-        for (int p = 0; p < size; p++) {
-            if (sendOf[p] == recvOf[p]) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Read-all: every element of every input, reduced into this rank's output only, chunk by chunk. */
-    private void readAll(DataType type, ReduceOp op, long count, long recv) {
-        int es = type.size();
-        long chunkElems = CHUNK_BYTES / es;
-        ownRecv[0] = recv;
-        for (long at = 0; at < count; at += chunkElems) {
-            Reduction.reduceToAll(type, op, sendOf, size, ownRecv, 1, at * es, Math.min(chunkElems, count - at), scratch);
         }
     }
 

@@ -27,6 +27,7 @@ import org.sparkccl.ipc.Communicators;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
+import org.sparkccl.ipc.launch.CpuBinding;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.LaunchedRank;
 import org.sparkccl.ipc.launch.RankLauncher;
@@ -162,6 +163,12 @@ public final class AllReducePerf implements Callable<Integer> {
                     + " (to stderr; the table's time stays the average, as nccl-tests')")
     boolean callStats;
 
+    @Option(names = "--bind-to", defaultValue = "auto", paramLabel = "core|none|auto",
+            description = "core: rank r's calling thread runs on the r-th CPU this process may use (mpirun --bind-to"
+                    + " core); none: unbound; auto (default): core for CPU ranks when there are at most 2 ranks and"
+                    + " enough CPUs, as mpirun's default, else none")
+    String bindTo;
+
     @Option(names = "--csv", paramLabel = "FILE", description = "also write the results to FILE as CSV (rank 0)")
     Path csv;
 
@@ -233,6 +240,14 @@ public final class AllReducePerf implements Callable<Integer> {
         if (register == 1 && device.equalsIgnoreCase("gpu")) {
             throw bad("-R 1 shares host memory between ranks; the GPU engine has no shared buffers yet: use --device cpu");
         }
+        switch (bindTo.toLowerCase(Locale.ROOT)) {
+            case "core": case "none": break;
+            case "auto":
+                bindTo = device.equalsIgnoreCase("cpu") && ranks <= 2 && ranks <= CpuBinding.allowedCpus().size()
+                        ? "core" : "none";
+                break;
+            default: throw bad("--bind-to takes core, none or auto, got '" + bindTo + "'");
+        }
         switch (transport.toLowerCase(Locale.ROOT)) {
             case "auto": case "shm": break;
             case "socket": throw bad("--transport socket is not available yet: the socket transport comes with "
@@ -245,6 +260,7 @@ public final class AllReducePerf implements Callable<Integer> {
     private int launch() {
         List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
         args.add("--device=" + device); // what auto resolved to, so that every rank agrees
+        args.add("--bind-to=" + bindTo);
         RankLauncher launcher = RankLauncher.of(ranks * ranksPerGpu, AllReducePerf.class.getName()).args(args);
         if (device.equalsIgnoreCase("cpu")) {
             launcher.jvmOptions(CPU_RANK_JVM_OPTIONS.toArray(new String[0]));
@@ -258,15 +274,19 @@ public final class AllReducePerf implements Callable<Integer> {
 
     private int runRank(LaunchedRank me, List<DataType> types, List<ReduceOp> ops) {
         JdkAccess.ensureAgronaAccess();
+        int cores = Runtime.getRuntime().availableProcessors(); // before binding narrows this thread's view
         Params params = params();
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
             int ordinal = gpu ? me.rank() % Math.min(ranks, GpuSupport.deviceCount()) : me.rank();
-            String devices = describeDevices(bootstrap, gpu, ordinal);
             try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
                  PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
                  HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null) {
+                // Bound only now: the communicator sizes its spinning by the cores the creating
+                // thread may use, which binding narrows to one.
+                String bound = bind(me.rank());
+                String devices = describeDevices(bootstrap, gpu, ordinal, cores, bound);
                 return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), me.rank() == 0 ? System.out : null,
                         types, ops).run(devices);
             }
@@ -274,6 +294,26 @@ public final class AllReducePerf implements Callable<Integer> {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
             return 1;
         }
+    }
+
+    /** Binds this rank's calling thread if asked; returns what the device line says about it. */
+    private String bind(int rank) {
+        if (!bindTo.equalsIgnoreCase("core")) {
+            return "";
+        }
+        List<Integer> cpus = CpuBinding.allowedCpus();
+        if (cpus.isEmpty()) {
+            System.err.println("allreduce-perf rank " + rank + ": --bind-to core: cannot tell which CPUs this process may"
+                    + " use (/proc/self/status); running unbound");
+            return ", unbound";
+        }
+        int cpu = cpus.get(rank % cpus.size());
+        String why = CpuBinding.bindCallingThread(cpu);
+        if (why != null) {
+            System.err.println("allreduce-perf rank " + rank + ": --bind-to core: " + why + "; running unbound");
+            return ", unbound";
+        }
+        return ", bound to cpu " + cpu;
     }
 
     private Params params() {
@@ -295,7 +335,7 @@ public final class AllReducePerf implements Callable<Integer> {
     }
 
     /** nccl-tests' "Using devices" lines, one per rank, gathered through the bootstrap. */
-    private static String describeDevices(Bootstrap bootstrap, boolean gpu, int ordinal) {
+    private static String describeDevices(Bootstrap bootstrap, boolean gpu, int ordinal, int cores, String bound) {
         String host;
         try {
             host = InetAddress.getLocalHost().getHostName();
@@ -305,9 +345,9 @@ public final class AllReducePerf implements Callable<Integer> {
         String mine = gpu
                 ? String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [gpu] CUDA device %d",
                         bootstrap.rank(), ProcessHandle.current().pid(), host, ordinal, ordinal)
-                : String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] host memory, %d cores",
+                : String.format(Locale.ROOT, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] host memory, %d cores%s",
                         bootstrap.rank(), ProcessHandle.current().pid(), host, bootstrap.rank(),
-                        Runtime.getRuntime().availableProcessors());
+                        cores, bound);
         byte[][] all = bootstrap.allGather(mine.getBytes(StandardCharsets.UTF_8));
         StringBuilder lines = new StringBuilder();
         for (byte[] line : all) {
