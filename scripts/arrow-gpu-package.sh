@@ -10,10 +10,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/.device/arrow
 junit_console_version=1.14.4
 cd "$root"
-mvn -o -B -q package -pl arrow-bridge -am -DskipTests
 rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/test-classes"
-mvn -o -B -q dependency:copy-dependencies -pl arrow-bridge -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+# One reactor run: the sparkccl modules' dependencies resolve to this build's poms, not to stale
+# copies in ~/.m2.
+mvn -o -B -q package dependency:copy-dependencies -pl arrow-bridge -am -DskipTests -DincludeScope=runtime \
+    -DoutputDirectory="$dest/lib"
 rm -f "$dest"/lib/hadoop-client-* "$dest"/lib/snappy-java-* "$dest"/lib/commons-logging-* "$dest"/lib/jsr305-* \
       "$dest"/lib/collective-core-*.jar "$dest"/lib/ipc-*.jar
 cp collective-core/target/collective-core-*.jar ipc/target/ipc-*.jar arrow-bridge/target/arrow-bridge-*.jar "$dest/lib/"

@@ -9,10 +9,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-$root/.device}
 junit_console_version=1.14.4
 cd "$root"
-mvn -o -B -q package -pl ipc -am -DskipTests
 rm -rf "$dest/lib" "$dest/test-classes"
 mkdir -p "$dest/lib" "$dest/test-classes"
-mvn -o -B -q dependency:copy-dependencies -pl ipc -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+# Package and copy in one reactor run: ipc's dependency on collective-core then resolves to this
+# build's, never to a stale copy in ~/.m2 (which once lacked a new dependency of collective-core).
+mvn -o -B -q package dependency:copy-dependencies -pl ipc -am -DskipTests -DincludeScope=runtime \
+    -DoutputDirectory="$dest/lib"
 cp ipc/target/ipc-*.jar collective-core/target/collective-core-*.jar "$dest/lib/"
 rm -f "$dest"/lib/*-tests.jar "$dest"/lib/*-sources.jar
 # JCuda's natives jar carries 26 MB of libraries; the GPU code needs only the driver binding.
