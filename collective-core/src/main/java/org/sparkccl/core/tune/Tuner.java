@@ -17,9 +17,12 @@ public final class Tuner {
     public static final long DEFAULT_CPU_LL_THRESHOLD = 64L << 10;
     /**
      * Up to this many bytes an all-reduce runs one-shot (one exchange, every rank reads all inputs)
-     * rather than as a ring (a header exchange and 2(n-1) dependent steps).
+     * rather than as a ring (a header exchange and 2(n-1) dependent steps). 128 KB: on the 2-core CI
+     * VM (plain buffers, float sum, busbw out / in place) one-shot gave 128 KB 2.1 / 2.2 GB/s at 4
+     * ranks (the ring 0.8 / 0.2: 6 dependent steps, each waiting for a rank's time slice) and 6.5 /
+     * 4.9 at 2 ranks (ring 3.8 / 2.6); from 256 KB on the ring is as fast or faster.
      */
-    public static final long DEFAULT_ONESHOT_THRESHOLD = 64L << 10;
+    public static final long DEFAULT_ONESHOT_THRESHOLD = 128L << 10;
     /**
      * From this many bytes on, an all-reduce of shared buffers (allocateShared on every rank) runs
      * direct rather than one-shot or as a ring.
@@ -64,12 +67,12 @@ public final class Tuner {
     }
 
     /**
-     * Whether an all-reduce of {@code bytes} runs one-shot: up to the one-shot threshold, when the
-     * protocol would be LL (the small-message regime; forcing Simple pins the ring) or one-shot is forced
-     * with ALGO=OneShot.
+     * Whether an all-reduce of {@code bytes} runs one-shot: up to the one-shot threshold, unless
+     * SPARKCCL_PROTO=Simple pins the ring (so tests can run it at small sizes) and ALGO=OneShot does
+     * not force one-shot back.
      */
     public boolean oneShotAllReduce(long bytes) {
-        return oneShotThreshold > 0 && bytes <= oneShotThreshold && (oneShotForced || protocol(bytes) == Protocol.LL);
+        return oneShotThreshold > 0 && bytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE);
     }
 
     /**
