@@ -54,10 +54,18 @@ def parse_nccl_table(text):
     return rows
 
 
+def round_suffixes(out, name):
+    """"", "-r2", "-r3", ...: the rounds of NAME that cpu-bench.sh ran (--rounds)."""
+    sfx = [""]
+    while os.path.exists(os.path.join(out, f"{name}-r{len(sfx) + 1}.txt")):
+        sfx.append(f"-r{len(sfx) + 1}")
+    return sfx
+
+
 def best_of_rounds(out, name):
-    """Rows of NAME.txt and NAME-r2.txt (cpu-bench runs each side twice), size by size the better
-    round of each placement: (oop_us, oop_busbw, ip_us, ip_busbw)."""
-    rounds = [parse_nccl_table(read(os.path.join(out, f"{name}{sfx}.txt"))) for sfx in ("", "-r2")]
+    """Rows of NAME.txt, NAME-r2.txt, ... (cpu-bench runs each side --rounds times), size by size
+    the best round of each placement: (oop_us, oop_busbw, ip_us, ip_busbw)."""
+    rounds = [parse_nccl_table(read(os.path.join(out, f"{name}{sfx}.txt"))) for sfx in round_suffixes(out, name)]
     best = {}
     for rows in rounds:
         for size, (ot, ob, it, ib) in rows.items():
@@ -203,8 +211,9 @@ def main():
         p("registered buffers: from 64 KB up the all-reduce reads the peers' buffers in place).")
         p()
         p("Out of place, then (\"in place\") both sides' in-place runs of the same table: a training step")
-        p("reduces its gradients in place. Each side ran twice (rounds interleaved: OpenMPI, ours, ours")
-        p("-R 1, then again); every cell is that side's better round for that size and placement.")
+        n_rounds = len(round_suffixes(out, f"mpi-np{np}-bw"))
+        p(f"reduces its gradients in place. Each side ran {n_rounds} times (rounds interleaved: OpenMPI, ours,")
+        p("ours -R 1, then again); every cell is that side's best round for that size and placement.")
         p()
         p("| size | OpenMPI busbw | ours busbw | ours / OpenMPI | ours -R 1 busbw | -R 1 / OpenMPI"
           " | in place: OpenMPI | in place: ours -R 1 | -R 1 / OpenMPI | memcpy 1T | memcpy 2T total |")
@@ -240,9 +249,8 @@ def main():
         p()
         p("Commands:")
         p()
-        for name in (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}", f"ours-np{np}-reg", f"ours-np{np}-lat",
-                     f"mpi-np{np}-bw-r2", f"mpi-np{np}-lat-r2", f"ours-np{np}-r2", f"ours-np{np}-reg-r2",
-                     f"ours-np{np}-lat-r2"):
+        sides = (f"mpi-np{np}-bw", f"mpi-np{np}-lat", f"ours-np{np}", f"ours-np{np}-reg", f"ours-np{np}-lat")
+        for name in [side + sfx for sfx in round_suffixes(out, f"mpi-np{np}-bw") for side in sides]:
             if read(os.path.join(out, f"{name}.cmd")) is not None:
                 p(f"    {cmd(out, name)}")
         p()

@@ -9,11 +9,13 @@
 #   - a few OpenMPI tuning knobs at 2 ranks, so the comparison states what the defaults left out,
 # and writes the side-by-side table to docs/perf/cpu-allreduce.md.
 #
-# Usage: scripts/cpu-bench.sh [--wait-idle SECONDS] [--no-knobs]
+# Usage: scripts/cpu-bench.sh [--wait-idle SECONDS] [--no-knobs] [--rounds N]
 #   --wait-idle S  wait up to S seconds for the 1-minute load average to drop below 1.0 before
 #                  starting (a shared 2-core machine skews every number; the load is recorded
 #                  in the report either way)
 #   --no-knobs     skip the OpenMPI knob exploration (saves a few minutes)
+#   --rounds N     run each side N times, interleaved (default 3); the report takes each side's
+#                  best round, size by size
 # Raw outputs stay in target/cpu-bench/ (ignored by git).
 set -euo pipefail
 
@@ -36,11 +38,13 @@ RUN_TIMEOUT=600
 
 wait_idle=0
 knobs=1
+rounds=3
 while [[ $# -gt 0 ]]; do
     case $1 in
         --wait-idle) wait_idle=$2; shift 2 ;;
         --no-knobs) knobs=0; shift ;;
-        *) echo "cpu-bench.sh: unknown argument $1 (known: --wait-idle SECONDS, --no-knobs)" >&2; exit 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        *) echo "cpu-bench.sh: unknown argument $1 (known: --wait-idle SECONDS, --no-knobs, --rounds N)" >&2; exit 2 ;;
     esac
 done
 
@@ -96,12 +100,14 @@ run() {
 run memcpy-t1 "$OUT/memcpy_bw" "${SIZES[@]}" -t 1
 run memcpy-t2 "$OUT/memcpy_bw" "${SIZES[@]}" -t 2
 
-# 4. OpenMPI with its defaults (the fair baseline), and ours, per rank count: two rounds, each
-# side once per round, so that both sides run before and after each other. The two cores' distance
-# changes for minutes at a time (see the probe above), and a single run of each side can land in
-# different states; the report takes each side's better round, size by size.
+# 4. OpenMPI with its defaults (the fair baseline), and ours, per rank count: --rounds rounds (3),
+# each side once per round, so that both sides run before and after each other. The two cores'
+# distance changes for minutes at a time (see the probe above), and a single run of each side can
+# land in different states; and a row of 100 calls of 50 us (ours at 1 MB) lasts 5 ms, so one
+# 3-8 ms stall of another process (see LAT_ITERS) doubles it, where OpenMPI's 20 ms row of the
+# same size absorbs it. The report takes each side's best round, size by size.
 for np in 2 4; do
-    for round in 1 2; do
+    for round in $(seq 1 "$rounds"); do
         sfx=$([[ $round -eq 1 ]] || echo "-r$round")
         run "mpi-np$np-bw$sfx" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${SIZES[@]}" "${BW_ITERS[@]}" -c 1
         run "mpi-np$np-lat$sfx" "${MPIRUN[@]}" -np $np "$OUT/mpi_allreduce" "${LAT_SIZES[@]}" "${LAT_ITERS[@]}" -c 1
