@@ -463,6 +463,12 @@ public final class AllReducePerf implements Callable<Integer> {
             if (comm.memoryKind() != org.sparkccl.core.MemoryKind.HOST) {
                 return; // the device does the work; the host side warms up in the -w calls
             }
+            // Formatting a double loads a ThreadLocal subclass (FormattedFloatingDecimal's buffer),
+            // and loading one throws away every compiled method that inlined ThreadLocal.get - the
+            // reductions' per-thread blocks among them. Rank 0 formats its first row right after
+            // it: seen deoptimizing ThreadLocal.get there (PrintCompilation, class-load log). So
+            // every rank formats one first, before anything is compiled.
+            String.format(Locale.ROOT, "%.2f", 0.5);
             long small = Math.max(1, Math.min(maxBytes, 4096) / type.size());
             long smallest = Math.max(1, Math.min(small, minBytes / type.size()));
             long mid = Math.max(1, Math.min(maxBytes, 128L << 10) / type.size());
@@ -482,6 +488,11 @@ public final class AllReducePerf implements Callable<Integer> {
                     // next row, taking a core for milliseconds there.
                     memory.allReduceBits(comm, Double.doubleToRawLongBits(i), DataType.FLOAT64, ReduceOp.MAX);
                     memory.allReduceBits(comm, i, DataType.INT64, ReduceOp.SUM);
+                    // And the barrier before every timed loop: it runs the ring with a type of its
+                    // own. Left out, the first barrier came right before the first timed row and
+                    // deoptimized Reduction.reduce (class-load log + PrintCompilation), which then
+                    // ran interpreted into that row until C2 compiled it again.
+                    comm.barrier();
                 }
                 if (i % 10_000 == 9_999) {
                     // A few long waits too (one rank late by more than the 20 ms yield phase), so that
