@@ -14,8 +14,8 @@ import org.sparkccl.core.param.Params;
  * (AMD EPYC, 2026-11-29) a 1 MB copy into lines the other core had read took 145-175 us, against
  * 22 us into lines nobody else touched (bench/cross_core_write.c, the JVM's copy alike). The C
  * library's memcpy copies from 8 KB to below the L2 size with {@code rep movsb}, which writes whole
- * lines without fetching them first: 31-45 us for the same megabyte (bench/cross_core_write.c with
- * {@code -DPIECES}). So copies from {@link #NATIVE_MIN_BYTES} up call libc's memcpy through JNA
+ * lines without fetching them first: 31-45 us for the same megabyte (bench/cross_core_write.c, its
+ * third line: 256 KB memcpy calls). So copies from {@link #NATIVE_MIN_BYTES} up call libc's memcpy through JNA
  * (direct mapping, about 95 ns a call), in pieces of at most {@link #PIECE_BYTES} (glibc leaves
  * rep movsb at the L2 size on AMD: a single 1 MB memcpy is as slow as the JVM's). Smaller copies,
  * JVMs where JNA cannot load, and {@code SPARKCCL_NATIVE_COPY=0} use {@code Unsafe.copyMemory}.

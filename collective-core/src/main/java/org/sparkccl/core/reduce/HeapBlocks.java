@@ -1,6 +1,7 @@
 package org.sparkccl.core.reduce;
 
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 
 /**
@@ -20,11 +21,9 @@ final class HeapBlocks {
     private final float[] fb = new float[BLOCK_BYTES / 4];
     private final double[] da = new double[BLOCK_BYTES / 8];
     private final double[] db = new double[BLOCK_BYTES / 8];
-    /** The two inputs and the one output of a pairwise reduction, as the k-input methods take them. */
+    /** The two inputs and the one output of a pairwise or into-scratch reduction, as the k-input methods take them. */
     private final long[] pair = new long[2];
     private final long[] single = new long[1];
-    /** The one output when a k-input reduction goes through the caller's scratch. */
-    private final long[] intoScratch = new long[1];
 
     static HeapBlocks forThread() {
         return PER_THREAD.get();
@@ -68,19 +67,24 @@ final class HeapBlocks {
         }
     }
 
-    /**
-     * {@link #reduceFloatToAll} into {@code scratch} (count elements from its start) instead of
-     * outputs: for callers that then copy the result out with {@link org.sparkccl.core.copy.BulkCopy}.
-     */
-    void reduceFloatInto(ReduceOp op, long[] inputs, int k, long inOffset, long scratch, long count, int divisor) {
-        intoScratch[0] = scratch;
-        reduceFloatToAll(op, inputs, k, inOffset, intoScratch, 1, 0, count, divisor);
+    /** {@link #reduceFloatToAll} or {@link #reduceDoubleToAll}, by {@code type} (FLOAT32 or FLOAT64). */
+    void reduceToAll(DataType type, ReduceOp op, long[] inputs, int k, long inOffset, long[] outputs, int m,
+                     long outOffset, long count, int divisor) {
+        if (type == DataType.FLOAT32) {
+            reduceFloatToAll(op, inputs, k, inOffset, outputs, m, outOffset, count, divisor);
+        } else {
+            reduceDoubleToAll(op, inputs, k, inOffset, outputs, m, outOffset, count, divisor);
+        }
     }
 
-    /** {@link #reduceFloatInto} for float64. */
-    void reduceDoubleInto(ReduceOp op, long[] inputs, int k, long inOffset, long scratch, long count, int divisor) {
-        intoScratch[0] = scratch;
-        reduceDoubleToAll(op, inputs, k, inOffset, intoScratch, 1, 0, count, divisor);
+    /**
+     * {@link #reduceToAll} into {@code scratch} (count elements from its start) instead of outputs:
+     * for callers that then copy the result out with {@link org.sparkccl.core.copy.BulkCopy}.
+     */
+    void reduceInto(DataType type, ReduceOp op, long[] inputs, int k, long inOffset, long scratch, long count,
+                    int divisor) {
+        single[0] = scratch;
+        reduceToAll(type, op, inputs, k, inOffset, single, 1, 0, count, divisor);
     }
 
     /** {@code out[i] = a[i] op b[i]} for float64; {@code out} may be {@code a} or {@code b}. */

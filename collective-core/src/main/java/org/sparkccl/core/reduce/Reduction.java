@@ -1,9 +1,9 @@
 package org.sparkccl.core.reduce;
 
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.copy.BulkCopy;
 
 /**
  * Elementwise reductions on off-heap memory: {@code out[i] = a[i] op b[i]}. {@code out} may equal
@@ -41,29 +41,22 @@ public final class Reduction {
      * Each of the first {@code m} outputs gets, at {@code offset} for {@code count} elements,
      * {@code inputs[0] op inputs[1] op ... op inputs[k-1]} in that order, finished for AVG (divided
      * by k, as {@link #divide}): the bits {@link #reduce} pair by pair then {@link #divide} give.
-     * Outputs may be inputs. {@code scratch}: room for {@code count} elements, used by the types
-     * without a fused path.
+     * Outputs may be inputs. {@code scratch}: room for {@code count} elements, where the result is
+     * made before it is copied out, unless the type has a fused path and there is one output.
      */
     public static void reduceToAll(DataType type, ReduceOp op, long[] inputs, int k, long[] outputs, int m,
                                    long offset, long count, long scratch) {
         int divisor = op == ReduceOp.AVG ? k : 1;
         boolean fused = (type == DataType.FLOAT32 || type == DataType.FLOAT64) && count >= HEAP_BLOCK_MIN_ELEMENTS;
-        HeapBlocks blocks = fused ? HeapBlocks.forThread() : null;
         if (fused && m == 1) {
             // One output (this rank's own): written block by block, no pass through scratch.
-            if (type == DataType.FLOAT32) {
-                blocks.reduceFloatToAll(op, inputs, k, offset, outputs, 1, offset, count, divisor);
-            } else {
-                blocks.reduceDoubleToAll(op, inputs, k, offset, outputs, 1, offset, count, divisor);
-            }
+            HeapBlocks.forThread().reduceToAll(type, op, inputs, k, offset, outputs, 1, offset, count, divisor);
             return;
         }
         // Into scratch first, then one bulk copy per output: the outputs are other ranks' memory,
         // whose lines their owners have read, and BulkCopy writes those without fetching them.
-        if (fused && type == DataType.FLOAT32) {
-            blocks.reduceFloatInto(op, inputs, k, offset, scratch, count, divisor);
-        } else if (fused) {
-            blocks.reduceDoubleInto(op, inputs, k, offset, scratch, count, divisor);
+        if (fused) {
+            HeapBlocks.forThread().reduceInto(type, op, inputs, k, offset, scratch, count, divisor);
         } else {
             if (k == 1) {
                 UnsafeApi.copyMemory(inputs[0] + offset, scratch, count * type.size());
