@@ -43,9 +43,8 @@ mkdir -p "$out" /tmp/sparkccl-arrow
 cp="$d/test-classes:$(ls $d/lib/*.jar | tr '\n' ':')$d/junit-console.jar"
 nvidia-smi -L
 export SPARKCCL_TIMEOUT_MS=${SPARKCCL_TIMEOUT_MS:-30000}
-timeout 300 /tmp/jre/bin/java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED \
-  --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
-  --add-opens=java.base/java.lang=ALL-UNNAMED -Djava.io.tmpdir=/tmp/sparkccl-arrow -Xss4m -cp "$cp" \
+mapfile -t jvm < scripts/spark-jvm-options # what Spark gives executors, nothing more
+timeout 300 /tmp/jre/bin/java "${jvm[@]}" -cp "$cp" \
   org.junit.platform.console.ConsoleLauncher execute --scan-class-path "$d/test-classes" --include-tag gpu \
   --details=tree --disable-banner --disable-ansi-colors > "$out/junit-arrow.log" 2>&1
 echo "junit exit $?"

@@ -29,7 +29,8 @@ if [ ! -f "$console" ]; then
 fi
 cp "$console" "$dest/junit-console.jar"
 if [ ! -f "$dest/jre.tgz" ]; then
-  bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management
+  # jdk.incubator.vector: Spark's JVM options (scripts/spark-jvm-options) add that module.
+  bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management,jdk.incubator.vector
 fi
 cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py "$dest/"
 du -sh "$dest"

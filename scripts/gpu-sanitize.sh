@@ -12,10 +12,10 @@ export SPARKCCL_TIMEOUT_MS=120000 CUDA_DEVICE_MAX_CONNECTIONS=32
 [ -x /tmp/jre/bin/java ] || tar xzf "$dev/jre.tgz" -C /tmp
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 cp="$(ls "$dev"/lib/*.jar | tr '\n' ':')"
+mapfile -t jvm < scripts/spark-jvm-options # what Spark gives executors, nothing more
 for tool in memcheck racecheck; do
   timeout "$limit" "$sanitizer" --tool "$tool" --print-limit 20 /tmp/jre/bin/java \
-    --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED \
-    --add-opens=java.base/java.lang=ALL-UNNAMED -cp "$cp" org.sparkccl.ipc.gpu.GpuAllReduceBench \
+    "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.gpu.GpuAllReduceBench \
     -b 8 -e 2M -f 512 -n 1 -w 0 --threads > "$out/sanitize-$tool.log" 2>&1
   echo "== $tool: exit $?"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race|wrong|float" "$out/sanitize-$tool.log" | head -12

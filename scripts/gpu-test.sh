@@ -20,10 +20,9 @@ if [ ! -x /tmp/jre/bin/java ]; then
 fi
 java=/tmp/jre/bin/java
 cp="$dev/test-classes:$(ls "$dev"/lib/*.jar | tr '\n' ':')$dev/junit-console.jar"
-jvm=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
-     --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED
-     -Djava.io.tmpdir=/tmp/sparkccl-$$ -Xss4m)
-mkdir -p /tmp/sparkccl-$$
+# Exactly the JVM options Spark gives its executors (scripts/spark-jvm-options), nothing of our own:
+# a flag only this script added once hid a failure of every Spark executor on GPUs.
+mapfile -t jvm < scripts/spark-jvm-options
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "== $ngpu GPU(s)"

@@ -24,25 +24,8 @@ if needs_build; then
   echo "$root/spark-plugin/target/classes:$(cat spark-plugin/target/runtime.classpath)" > "$classpath_file"
 fi
 
-# Spark 4 on Java 17 needs these opens (Spark's JavaModuleOptions), plus java.nio for Arrow.
-opens=(
-  -XX:+IgnoreUnrecognizedVMOptions
-  --add-opens=java.base/java.lang=ALL-UNNAMED
-  --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
-  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
-  --add-opens=java.base/java.io=ALL-UNNAMED
-  --add-opens=java.base/java.net=ALL-UNNAMED
-  --add-opens=java.base/java.nio=ALL-UNNAMED
-  --add-opens=java.base/java.util=ALL-UNNAMED
-  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
-  --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
-  --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
-  --add-opens=java.base/sun.security.action=ALL-UNNAMED
-  --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
-  -Djdk.reflect.useDirectMethodHandle=false
-  -Dio.netty.tryReflectionSetAccessible=true
-)
+# The JVM options Spark 4.2 gives its driver and executors (JavaModuleOptions), one per line in
+# scripts/spark-jvm-options, and nothing more: sparkccl must work in the JVM a Spark user has.
+mapfile -t opens < "$root/scripts/spark-jvm-options"
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 exec java "${opens[@]}" ${JAVA_OPTS:-} -cp "$(cat "$classpath_file")" "$main_class" "$@"

@@ -6,6 +6,10 @@ import org.agrona.DirectBuffer;
 
 /** Addresses of direct and Agrona buffers, with the checks every overload needs. */
 public final class BufferAddresses {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private BufferAddresses() {
     }
 

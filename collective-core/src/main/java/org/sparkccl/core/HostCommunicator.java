@@ -46,6 +46,10 @@ import org.sparkccl.core.wait.WaitLoop;
  * exposes its region before the round and opens its peers' after it.
  */
 public final class HostCommunicator implements Communicator {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     static final String ENTRY_TRANSPORT = "host.transport";
     static final String ENTRY_REGION = "host.region";
     static final String ENTRY_LAYOUT = "host.layout";
@@ -118,7 +122,6 @@ public final class HostCommunicator implements Communicator {
      */
     public static HostCommunicator create(Bootstrap bootstrap, List<MemoryTransport> transports, Params params,
                                           BooleanSupplier cancelled) {
-        JdkAccess.ensureAgronaAccess();
         HostCommunicator comm = new HostCommunicator(bootstrap, transports, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);

@@ -5,6 +5,10 @@ import org.agrona.UnsafeApi;
 
 /** Off-heap scratch for running host collectives on Java arrays; counted in {@link #outstandingBytes()}. */
 public final class HostStagingBuffer implements StagingBuffer {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
     private final long address;
@@ -15,7 +19,6 @@ public final class HostStagingBuffer implements StagingBuffer {
         if (size <= 0) {
             throw new IllegalArgumentException("staging size must be positive, was " + size);
         }
-        JdkAccess.ensureAgronaAccess();
         this.address = UnsafeApi.allocateMemory(size);
         this.size = size;
         OUTSTANDING.addAndGet(size);

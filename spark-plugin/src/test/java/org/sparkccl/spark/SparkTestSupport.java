@@ -37,22 +37,35 @@ final class SparkTestSupport {
             }
             Files.writeString(script, "#!/bin/sh\necho '{\"name\":\"gpu\",\"addresses\":" + addresses + "}'\n");
             Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwx------"));
-            return base(appName)
-                    .setMaster("local-cluster[" + executors + "," + cores + ",1024]")
-                    .set("spark.executor.extraClassPath", absoluteTestClassPath())
+            return clusterConf("local-cluster[" + executors + "," + cores + ",1024]", appName)
                     // Short-lived executors on a small machine: C1 only and the serial collector start faster.
                     .set("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                     .set("spark.worker.resource.gpu.amount", Integer.toString(gpus))
                     .set("spark.worker.resource.gpu.discoveryScript", script.toString())
                     .set("spark.executor.resource.gpu.amount", Integer.toString(gpus))
                     .set("spark.executor.resource.gpu.discoveryScript", script.toString())
-                    .set("spark.task.resource.gpu.amount", "1")
-                    // Executor JVMs take a while to start on a small machine; Spark checks barrier slots every interval.
-                    .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
-                    .set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "300");
+                    .set("spark.task.resource.gpu.amount", "1");
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * A {@code local-cluster[...]} master: executors are JVMs that Spark's workers launch from
+     * SPARK_HOME (its jars/ may be empty) with this test's class path, as Spark launches them.
+     */
+    static SparkConf clusterConf(String master, String appName) {
+        try {
+            Files.createDirectories(Paths.get(System.getenv("SPARK_HOME")).resolve("jars"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return base(appName)
+                .setMaster(master)
+                .set("spark.executor.extraClassPath", absoluteTestClassPath())
+                // Executor JVMs take a while to start on a small machine; Spark checks barrier slots every interval.
+                .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
+                .set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "300");
     }
 
     private static SparkConf base(String appName) {

@@ -31,6 +31,10 @@ import org.sparkccl.core.reduce.Reduction;
  * <p>AVG of integers is the wrapped sum divided by n, truncated toward zero.
  */
 public final class ReferenceCheck {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private final DataType type;
     private final ReduceOp op;
     private final int ranks;
@@ -67,7 +71,6 @@ public final class ReferenceCheck {
         if (ranks < 1) {
             throw new IllegalArgumentException("ranks must be at least 1, got " + ranks);
         }
-        JdkAccess.ensureAgronaAccess();
         this.type = type;
         this.op = op;
         this.ranks = ranks;

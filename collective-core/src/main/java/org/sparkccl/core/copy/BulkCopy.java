@@ -3,6 +3,7 @@ package org.sparkccl.core.copy;
 import com.sun.jna.Native;
 import com.sun.jna.Platform;
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.param.Params;
 
 /**
@@ -24,6 +25,10 @@ import org.sparkccl.core.param.Params;
  * process copies the same way.
  */
 public final class BulkCopy {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** Below this the JNA call costs more than the copy could save. */
     public static final long NATIVE_MIN_BYTES = 32 << 10;
     /** At most this much per memcpy call: inside glibc's rep movsb range on every x86 we know of. */

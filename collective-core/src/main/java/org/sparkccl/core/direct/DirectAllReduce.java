@@ -3,6 +3,7 @@ package org.sparkccl.core.direct;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.DirectLayout;
@@ -52,6 +53,10 @@ import org.sparkccl.core.wait.WaitLoop;
  * only grow. Not thread safe: the communicator's calling thread runs it.
  */
 public final class DirectAllReduce {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** Bytes per chunk: big enough that taking one (a compare-and-set on a shared line) costs little. */
     private static final long CHUNK_BYTES = 32 << 10;
 

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
@@ -26,6 +27,10 @@ import org.sparkccl.core.transport.SharedRegion;
  * remove their region's name: from then on nothing is left behind if a process dies.
  */
 public final class SharedBufferRegistry {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** One rank's record in the exchange: status, length, then a connect blob or an error message. */
     public static final int RECORD_BYTES = 1024;
     private static final int OK = 1;

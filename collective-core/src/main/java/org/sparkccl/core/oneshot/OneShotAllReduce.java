@@ -3,6 +3,7 @@ package org.sparkccl.core.oneshot;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.proto.CollectiveHeader;
@@ -32,6 +33,10 @@ import org.sparkccl.core.wait.WaitLoop;
  * <p>Not thread safe: the communicator's calling thread runs it.
  */
 public final class OneShotAllReduce {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private final int rank;
     private final int size;
     private final OneShotLayout layout;

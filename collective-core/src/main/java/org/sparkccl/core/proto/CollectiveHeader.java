@@ -2,6 +2,7 @@ package org.sparkccl.core.proto;
 
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 
 /**
@@ -15,6 +16,10 @@ import org.sparkccl.core.ReduceOp;
  * </pre>
  */
 public final class CollectiveHeader {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     public static final int BYTES = 32;
 
     public enum Kind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, BARRIER }

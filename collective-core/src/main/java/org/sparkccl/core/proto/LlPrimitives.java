@@ -3,6 +3,7 @@ package org.sparkccl.core.proto;
 import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.reduce.Reduction;
 
@@ -13,6 +14,10 @@ import org.sparkccl.core.reduce.Reduction;
  * routine serves every type, elements of 8 bytes included.
  */
 public final class LlPrimitives implements Primitives, AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private final Connection c;
     private final int slotData;
     private final long scratch;

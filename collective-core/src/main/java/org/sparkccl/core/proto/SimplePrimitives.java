@@ -2,6 +2,7 @@ package org.sparkccl.core.proto;
 
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.reduce.Reduction;
@@ -14,6 +15,10 @@ import org.sparkccl.core.reduce.Reduction;
  * slot goes through {@link BulkCopy}: the successor has read those lines in the previous round.
  */
 public final class SimplePrimitives implements Primitives, AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /**
      * Reduce-then-copy granularity inside a slot; a multiple of every element size. 32 KB: the
      * smallest copy BulkCopy hands to libc, and the block is still in L1 or L2 when copied.

@@ -2,6 +2,7 @@ package org.sparkccl.core.reduce;
 
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 
 /**
@@ -11,6 +12,10 @@ import org.sparkccl.core.ReduceOp;
  * loop's (IEEE add, multiply, Math.min and Math.max), so results are bit for bit the same.
  */
 final class HeapBlocks {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** Bytes per block: 4 KB measured best (4, 16, 32 KB tried, 256 KB float32 sum); both blocks stay in L1. */
     static final int BLOCK_BYTES = 4 << 10;
     private static final long FLOAT_BASE = UnsafeApi.arrayBaseOffset(float[].class);

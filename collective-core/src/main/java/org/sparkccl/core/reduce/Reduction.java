@@ -2,6 +2,7 @@ package org.sparkccl.core.reduce;
 
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 
@@ -12,6 +13,10 @@ import org.sparkccl.core.copy.BulkCopy;
  * computed in float and rounded back at every step, as GPUs do; integers wrap around.
  */
 public final class Reduction {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /**
      * From this many elements on, float32 and float64 go through {@link HeapBlocks}: C2 (Java 17)
      * does not vectorize loops over raw off-heap addresses, but does vectorize the same loop over

@@ -9,21 +9,22 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.JdkAccess;
 
 /**
  * Ranks that share one JVM (threads; Spark local mode) share plain off-heap memory: no file, no
  * mapping. A region is freed when its owner and every rank that opened it have closed it.
  */
 public final class LocalMemoryTransport implements MemoryTransport {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     public static final String NAME = "LOCAL";
     private static final int BLOB_VERSION = 1;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final Map<String, Block> BLOCKS = new ConcurrentHashMap<>();
     private static final AtomicLong OUTSTANDING = new AtomicLong();
-
-    public LocalMemoryTransport() {
-        org.sparkccl.core.JdkAccess.ensureAgronaAccess();
-    }
 
     @Override
     public String name() {

@@ -7,6 +7,7 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 import org.agrona.BufferUtil;
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.JdkAccess;
 
 /**
  * Device memory from {@code cuMemAlloc}, freed on close, and counted: {@link #outstandingBytes()}
@@ -16,6 +17,10 @@ import org.agrona.UnsafeApi;
  * on the same GPU runs a collective that waits for this thread.
  */
 public final class DeviceBuffer implements AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
     private final CudaDevice device;

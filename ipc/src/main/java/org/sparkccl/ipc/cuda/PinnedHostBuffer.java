@@ -5,6 +5,7 @@ import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 import org.agrona.UnsafeApi;
+import org.sparkccl.core.JdkAccess;
 
 /**
  * Page-locked host memory from {@code cuMemHostAlloc(portable | devicemap)}: the host reads and
@@ -12,6 +13,10 @@ import org.agrona.UnsafeApi;
  * {@link DeviceBuffer}.
  */
 public final class PinnedHostBuffer implements AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
     private final CudaDevice device;

@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
@@ -39,6 +40,10 @@ import picocli.CommandLine.Spec;
 @Command(name = "GpuAllReduceBench", mixinStandardHelpOptions = true,
         description = "sparkccl's GPU all-reduce against the clock, one row per size, every size checked once")
 public final class GpuAllReduceBench implements Callable<Integer> {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     @Spec
     private CommandSpec spec;
 

@@ -15,6 +15,7 @@ import org.sparkccl.core.CclException;
 import org.sparkccl.core.CclTimeoutException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
@@ -51,6 +52,10 @@ import org.sparkccl.ipc.shm.ShmTransport;
  * collective.
  */
 public final class GpuCommunicator implements Communicator {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     static final String ENTRY_DEVICE = "gpu.device";
     static final String ENTRY_P2P = "gpu.p2p";
     static final String ENTRY_HOST = "gpu.host";

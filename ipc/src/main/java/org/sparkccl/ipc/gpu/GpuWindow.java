@@ -4,6 +4,7 @@ import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.proto.SegmentLayout;
 import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.HostIdentity;
@@ -22,6 +23,10 @@ import org.sparkccl.ipc.shm.ShmTransport;
  * which one the predecessor uses is known only after it; the unused one is closed right after.
  */
 abstract class GpuWindow implements AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
     final long bytes;

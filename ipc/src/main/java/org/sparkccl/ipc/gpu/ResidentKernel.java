@@ -7,6 +7,7 @@ import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.JCudaDriver;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaStream;
@@ -30,6 +31,10 @@ import org.sparkccl.ipc.cuda.PinnedHostBuffer;
  * Not thread safe; owned by its communicator.
  */
 final class ResidentKernel implements AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /**
      * One block does the whole call, so only small all-reduces come here: on 2 x H200 its kernel took
      * 7.0-7.9 us up to 8 KB, as a launched one-shot kernel's several blocks do, but 13.7 us at 32 KB

@@ -49,9 +49,8 @@ import java.util.stream.Stream;
  */
 public final class RankLauncher {
     private static final SecureRandom RANDOM = new SecureRandom();
-    /** Every rank needs these: Agrona uses jdk.internal.misc.Unsafe; direct-buffer addresses and mappings need the opens. */
+    /** Every rank needs these: direct-buffer addresses and mappings need the opens (Agrona's export: see JdkAccess). */
     private static final List<String> REQUIRED_JVM_OPTIONS = List.of(
-            "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-opens=java.base/java.nio=ALL-UNNAMED",
             "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED");
 

@@ -54,6 +54,10 @@ import picocli.CommandLine.Spec;
                 + "starts -g ranks as processes on this host and prints time, algbw and busbw per size."},
         footer = {"", "SPARKCCL_* environment variables (SPARKCCL_DEBUG=INFO, SPARKCCL_BUFFSIZE, ...) reach every rank."})
 public final class AllReducePerf implements Callable<Integer> {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final long SEED = 0x5CC1_2024L;
     private static final Duration BOOTSTRAP_TIMEOUT = Duration.ofMinutes(2);
     /**
@@ -273,7 +277,6 @@ public final class AllReducePerf implements Callable<Integer> {
     }
 
     private int runRank(LaunchedRank me, List<DataType> types, List<ReduceOp> ops) {
-        JdkAccess.ensureAgronaAccess();
         int cores = Runtime.getRuntime().availableProcessors(); // before binding narrows this thread's view
         Params params = params();
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {

@@ -3,6 +3,7 @@ package org.sparkccl.ipc.perf;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
@@ -13,6 +14,10 @@ import org.sparkccl.ipc.gpu.GpuCommunicator;
  * copied down before they are compared; the timed calls touch device memory only.
  */
 final class DevicePerfMemory implements PerfMemory {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private final GpuCommunicator comm;
     private final DeviceBuffer send;
     private final DeviceBuffer recv;

@@ -3,6 +3,7 @@ package org.sparkccl.ipc.perf;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.check.ReferenceCheck;
@@ -13,6 +14,10 @@ import org.sparkccl.core.check.ReferenceCheck;
  * {@code -R} registers its buffers.
  */
 final class HostPerfMemory implements PerfMemory {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** Between send and receive in a shared buffer, so that they never share a page. */
     private static final long GAP = 4096;
 

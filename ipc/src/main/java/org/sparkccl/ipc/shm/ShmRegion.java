@@ -3,10 +3,15 @@ package org.sparkccl.ipc.shm;
 import java.util.function.Consumer;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.transport.SharedRegion;
 
 /** One rank's handle on a shared-memory segment: a peer's region it opened, or (subclass) its own. */
 class ShmRegion implements SharedRegion {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     final ShmSegment segment;
     final String label;
     private final UnsafeBuffer buffer;

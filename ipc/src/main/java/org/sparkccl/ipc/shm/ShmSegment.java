@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.sparkccl.core.JdkAccess;
 
 /**
  * One mapping of one /dev/shm file, shared by every handle of this JVM that uses it and unmapped
@@ -17,6 +18,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * the JVM, which is why same-process peers share this object (counted) rather than the file.
  */
 final class ShmSegment {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     /** Bytes of /dev/shm mapped by this JVM right now, over every transport. */
     private static final AtomicLong MAPPED_IN_JVM = new AtomicLong();
 

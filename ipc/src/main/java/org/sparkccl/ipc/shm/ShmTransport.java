@@ -30,7 +30,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.sparkccl.core.CclException;
-import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
@@ -109,7 +108,6 @@ public final class ShmTransport implements MemoryTransport {
      * host id.
      */
     ShmTransport(Params params, CclLog log, Path directory, LongSupplier freeSpace, String hostId) {
-        JdkAccess.ensureAgronaAccess();
         this.params = params;
         this.log = log;
         this.directory = directory;

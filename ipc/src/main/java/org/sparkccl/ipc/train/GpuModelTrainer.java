@@ -7,6 +7,7 @@ import java.util.List;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.ipc.cuda.CudaDevice;
@@ -28,6 +29,10 @@ import org.sparkccl.ipc.cuda.GpuSupport;
  * that share a GPU would otherwise wait for each other). One thread per trainer.
  */
 public final class GpuModelTrainer implements AutoCloseable {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     private static final int FLOAT = 4;
 
     private final Communicator comm;

@@ -24,8 +24,7 @@ final class ChildJvm implements AutoCloseable {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx64m");
         command.add("-XX:TieredStopAtLevel=1");
-        // Agrona's buffers use jdk.internal.misc.Unsafe (the parent pom passes the same to surefire).
-        command.add("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED");
+        // No JVM flag at all: sparkccl must work in a JVM started with none (see JdkAccess).
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(ShmChild.class.getName());

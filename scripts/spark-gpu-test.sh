@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Spark on the GPU machine, as users run it (issue 12). Runs from the repository root after every
+# part made by scripts/spark-gpu-package.sh reached .device/spark (back-to-back device calls):
+#   1. SparkGpuTest (spark-plugin, tag gpu): local-cluster executors launched by Spark's workers with
+#      GPUs from discovery scripts; one executor per GPU, one executor with every GPU, two ranks on
+#      one GPU; every type and op, a count mismatch, TrainJob on the GPUs, checkpoint and resume;
+#      per-step 64 MB all-reduce inside the barrier task (MEASURED lines);
+#   2. allreduce-perf --device gpu at 64 MB in the same run, and the ratio of the two;
+#   3. TrainJob as bin/train runs it (embedded local Spark): on the GPUs, and refused with more ranks
+#      than GPUs;
+#   4. with "all": ipc's gpu-tagged tests too.
+# Every JVM gets exactly Spark's options (scripts/spark-jvm-options) and nothing of ours.
+# Logs under $OUT (or ./gpu-out); a short summary is printed last.
+# Usage: bash scripts/spark-gpu-test.sh [spark|all]
+set -uo pipefail
+what=${1:-spark}
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export SPARKCCL_TIMEOUT_MS=${SPARKCCL_TIMEOUT_MS:-30000} CUDA_DEVICE_MAX_CONNECTIONS=32
+b=/tmp/spark-bundle
+if [ ! -x "$b/jre/bin/java" ]; then
+  parts=(.device/spark/part-*)
+  echo "== reassembling ${#parts[@]} parts"
+  if command -v xz >/dev/null; then cat "${parts[@]}" | xz -d | tar x -C /tmp
+  else cat "${parts[@]}" | python3 -c 'import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))' | tar x -C /tmp; fi
+fi
+export JAVA_HOME=$b/jre
+java=$JAVA_HOME/bin/java
+mapfile -t jvm < scripts/spark-jvm-options
+cp="$b/jars/*:$b/dirs/spark-plugin-test-classes:$b/dirs/ipc-test-classes"
+export SPARK_HOME=/tmp/spark-home SPARK_SCALA_VERSION=2.13 SPARK_LOCAL_IP=127.0.0.1
+mkdir -p "$SPARK_HOME/jars"
+{ nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+echo "== $ngpu GPU(s)"
+
+junit() { # label, class-path folder to scan, extra args...
+  local label=$1 dir=$2; shift 2
+  local start; start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$dir" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit-$label" "$@" > "$out/junit-$label.log" 2>&1
+  echo "== JUnit $label: exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|✘" "$out/junit-$label.log" | head -20
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit-$label.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+}
+
+junit spark "$b/dirs/spark-plugin-test-classes"
+grep -hE "^(LAYOUT|MEASURED)" "$out/junit-spark.log"
+
+echo "== allreduce-perf --device gpu -g 2 at 64 MB"
+if [ "$ngpu" -ge 2 ]; then
+  timeout 180 "$java" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 -b 64M -e 64M -n 20 -w 5 -c 1 \
+    > "$out/allreduce-perf-64M.log" 2>&1
+  echo "exit $?"; grep -vE "^#\s*$" "$out/allreduce-perf-64M.log" | tail -8
+  # busbw of the out-of-place row (nccl-tests' column 8) against the in-task measurement.
+  perf=$(awk '$1 ~ /^[0-9]+$/ && $1 == 67108864 {print $8; exit}' "$out/allreduce-perf-64M.log")
+  task=$(grep -hE "^MEASURED executor-per-gpu device-memory 64MB rank 0" "$out/junit-spark.log" | sed -E 's/.*busbw ([0-9.]+).*/\1/')
+  [ -n "$perf" ] && [ -n "$task" ] && python3 -c "print('64 MB busbw: in the Spark task %s GB/s, allreduce-perf %s GB/s: %.2f' % ('$task', '$perf', $task / $perf))"
+else
+  echo "(needs 2 GPUs)"
+fi
+
+echo "== TrainJob as bin/train runs it (embedded local Spark, $ngpu ranks)"
+timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks "$ngpu" --steps 200 \
+  > "$out/train.log" 2>&1
+echo "exit $?"; grep -E "TrainJob|trained steps|on GPU|on the CPU|refus" "$out/train.log" | head -8
+echo "== bin/train with more ranks than GPUs ($((ngpu + 1)))"
+timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks $((ngpu + 1)) --steps 20 \
+  > "$out/train-too-many.log" 2>&1
+echo "exit $? (must not be 0)"; grep -iE "GPU|Exception" "$out/train-too-many.log" | head -4
+
+if [ "$what" = all ]; then
+  junit ipc "$b/dirs/ipc-test-classes"
+fi
