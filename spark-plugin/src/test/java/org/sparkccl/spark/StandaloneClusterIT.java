@@ -198,6 +198,11 @@ class StandaloneClusterIT {
         all.addAll(Arrays.asList(args));
         Process p = launch(name, all.toArray(new String[0]));
         daemons.add(p);
+        // Should this JVM end before the finally block runs (killed by a timeout), take the tree along.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+        }));
         return p;
     }
 
