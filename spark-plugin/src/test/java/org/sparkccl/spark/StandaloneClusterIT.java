@@ -112,7 +112,6 @@ class StandaloneClusterIT {
             String driverOut = Files.readString(home.resolve("logs/driver.log"));
             Matcher summary = SUMMARY.matcher(driverOut);
             assertTrue(summary.find(), "TrainJob's summary line in the driver's output" + logs());
-            assertTrue(driverOut.contains("2 ranks"), "TrainJob ran 2 ranks" + logs());
             assertTrue(driverOut.contains("Initialized driver component for plugin " + SparkCclPlugin.class.getName()),
                     "the driver loaded the plugin from the application jar" + logs());
 
