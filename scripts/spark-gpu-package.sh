@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Packs what scripts/spark-gpu-test.sh needs on the GPU machine (no Java, no Maven, no network there):
-# Spark's runtime class path as the spark-plugin module resolves it (minus rocksdbjni, which only
-# Spark's disk-backed UI store needs), sparkccl's jars, the spark-plugin and ipc test classes, JUnit's
-# console launcher and a JRE with the modules Spark uses; jars rewritten with stored entries, all of
-# it tarred, xz-compressed and split into parts that fit one device call each (64 MiB a call).
-# Send the parts with back-to-back calls (a warm machine keeps what earlier calls left in ignored
-# paths); the last call runs spark-gpu-test.sh, which reassembles them.
-# Usage: scripts/spark-gpu-package.sh [OUTDIR]   (default .device/spark; parts part-00, part-01, ...)
+# - OUTDIR/part-NN: Spark's runtime class path as the spark-plugin module resolves it (minus
+#   rocksdbjni), JUnit's console launcher and a JRE with the modules Spark uses; jars rewritten with
+#   stored entries, tarred, xz-compressed and split into parts that fit one device call each (64 MiB a
+#   call). Rebuilt only when that list of jars changes.
+# - OUTDIR/app: sparkccl's jars and the spark-plugin and ipc test classes (a few MB).
+# Send part-00 and part-01 with back-to-back calls (a warm machine keeps what earlier calls left in
+# ignored paths) and the last part with OUTDIR/app in the call that runs spark-gpu-test.sh.
+# Usage: scripts/spark-gpu-package.sh [OUTDIR]   (default .device/spark)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/.device/spark}
@@ -19,18 +20,29 @@ mvn -o -B -q package dependency:build-classpath -pl spark-plugin -am -DskipTests
 console="$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_console_version/junit-platform-console-standalone-$junit_console_version.jar"
 [ -f "$console" ] || mvn -B -q dependency:get -Dartifact="org.junit.platform:junit-platform-console-standalone:$junit_console_version"
 
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-b=$work/spark-bundle; mkdir -p "$b/jars" "$b/dirs"
+# sparkccl's own jars and test classes go to $out/app (small, carried with the last call); Spark's
+# and the other third-party jars with the JRE go to the parts, rebuilt only when that list changes.
+app=$out/app
+rm -rf "$app"; mkdir -p "$app"
+deps=()
 IFS=':' read -r -a entries <<< "$(cat spark-plugin/target/runtime.classpath)"
-for e in "${entries[@]}" spark-plugin/target/spark-plugin-*.jar "$console"; do
-  case "$(basename "$e")" in
-    rocksdbjni-*.jar|*-tests.jar|*-sources.jar) continue ;;
+for e in "${entries[@]}" "$console"; do
+  case "$e" in
+    "$root"/*) cp -r "$e" "$app/" ;;                            # collective-core, ipc, arrow-bridge
+    */rocksdbjni-*.jar) ;;                                    # only Spark's disk-backed UI store needs it
+    *.jar) deps+=("$e") ;;
   esac
-  [ -f "$e" ] && cp "$e" "$b/jars/"
 done
-# Test classes stay folders, named by module, so that the device script can scan them.
-cp -r spark-plugin/target/test-classes "$b/dirs/spark-plugin-test-classes"
-cp -r ipc/target/test-classes "$b/dirs/ipc-test-classes"
+cp spark-plugin/target/spark-plugin-*[0-9T].jar "$app/"
+cp -r spark-plugin/target/test-classes "$app/spark-plugin-test-classes"
+cp -r ipc/target/test-classes "$app/ipc-test-classes"
+stamp=$( (printf '%s\n' "${deps[@]}"; cat "$0") | sha256sum | cut -c1-16)
+if [ -f "$out/parts.stamp" ] && [ "$(cat "$out/parts.stamp")" = "$stamp" ] && ls "$out"/part-* >/dev/null 2>&1; then
+  echo "third-party parts unchanged ($stamp)"; du -sh "$app"; ls -la "$out"; exit 0
+fi
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+b=$work/spark-bundle; mkdir -p "$b/jars"
+cp "${deps[@]}" "$b/jars/"
 python3 - "$b/jars" <<'PY'
 # Trim native libraries to linux x86-64 (JCuda: the driver binding only) and rewrite every jar with
 # stored entries: xz then compresses class files across jars much better than deflate inside each.
@@ -59,4 +71,5 @@ bash scripts/make-jre.sh "$work/jre.tgz" java.desktop,java.security.jgss,java.se
 tar xzf "$work/jre.tgz" -C "$b"
 mkdir -p "$out"; rm -f "$out"/part-*
 tar cf - -C "$work" spark-bundle | xz -T0 -6 | split -b "$part_bytes" -d - "$out/part-"
-ls -la "$out"
+echo "$stamp" > "$out/parts.stamp"
+ls -la "$out"; du -sh "$app"

@@ -28,7 +28,8 @@ fi
 export JAVA_HOME=$b/jre
 java=$JAVA_HOME/bin/java
 mapfile -t jvm < scripts/spark-jvm-options
-cp="$b/jars/*:$b/dirs/spark-plugin-test-classes:$b/dirs/ipc-test-classes"
+app=$PWD/.device/spark/app
+cp="$b/jars/*:$app/*:$app/spark-plugin-test-classes:$app/ipc-test-classes"
 export SPARK_HOME=/tmp/spark-home SPARK_SCALA_VERSION=2.13 SPARK_LOCAL_IP=127.0.0.1
 mkdir -p "$SPARK_HOME/jars"
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
@@ -46,7 +47,7 @@ junit() { # label, class-path folder to scan, extra args...
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit-$label.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 }
 
-junit spark "$b/dirs/spark-plugin-test-classes"
+junit spark "$app/spark-plugin-test-classes"
 grep -hE "^(LAYOUT|MEASURED)" "$out/junit-spark.log"
 
 echo "== allreduce-perf --device gpu -g 2 at 64 MB"
@@ -72,5 +73,5 @@ timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks $(
 echo "exit $? (must not be 0)"; grep -iE "GPU|Exception" "$out/train-too-many.log" | head -4
 
 if [ "$what" = all ]; then
-  junit ipc "$b/dirs/ipc-test-classes"
+  junit ipc "$app/ipc-test-classes"
 fi

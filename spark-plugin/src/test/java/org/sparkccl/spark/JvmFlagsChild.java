@@ -45,6 +45,7 @@ public final class JvmFlagsChild {
             case "executor-plugin": executorPlugin(); break;
             case "host": host(); break;
             case "arrow": arrow(); break;
+            case "gpu": gpu(); break;
             default: throw new IllegalArgumentException("unknown path " + path);
         }
         System.out.println("OK " + path);
@@ -79,7 +80,6 @@ public final class JvmFlagsChild {
     /** Arrow GradientBuffers, plain and from the communicator's shared memory, reduced in place. */
     private static void arrow() throws Exception {
         LaunchedRank me = LaunchedRank.fromEnvironment();
-        int n = me.size();
         TensorLayout layout = TensorLayout.builder().add("w", 7, 4001).add("b", 13).build();
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(1));
              Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment());
@@ -87,23 +87,61 @@ public final class JvmFlagsChild {
             try (GradientBuffer plain = GradientBuffer.allocate(allocator, layout);
                  GradientBuffer shared = GradientBuffer.allocate(allocator, "shared", layout, ElementType.FLOAT32,
                          new SharedHostMemorySource(comm))) {
-                for (GradientBuffer g : new GradientBuffer[] {plain, shared}) {
-                    long count = g.elementCount();
-                    for (long i = 0; i < count; i++) {
-                        g.setFloat(i, value(me.rank(), i));
-                    }
-                    g.allReduce(comm, ReduceOp.SUM);
-                    for (long i = 0; i < count; i++) {
-                        double expected = 0;
-                        for (int r = 0; r < n; r++) {
-                            expected += value(r, i);
-                        }
-                        if (Math.abs(g.getFloat(i) - expected) > 1e-5 * n) {
-                            throw new AssertionError("rank " + me.rank() + " " + g.name() + "[" + i + "] = "
-                                    + g.getFloat(i) + ", expected " + expected);
-                        }
-                    }
+                fillAndCheck(plain, comm, me);
+                fillAndCheck(shared, comm, me);
+            }
+        }
+    }
+
+    /**
+     * The GPU engine (rank r on GPU r mod the visible GPUs) on device memory, and a pinned-memory
+     * GradientBuffer reduced by it: the path that once failed in every Spark executor.
+     */
+    private static void gpu() throws Exception {
+        LaunchedRank me = LaunchedRank.fromEnvironment();
+        int device = me.rank() % org.sparkccl.ipc.cuda.GpuSupport.deviceCount();
+        try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(1));
+             Communicator comm = org.sparkccl.ipc.gpu.GpuCommunicators.create(bootstrap, device, Params.fromEnvironment());
+             BufferAllocator allocator = new RootAllocator()) {
+            long count = 1_000_003;
+            ReferenceCheck check = new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, me.size(), SEED);
+            byte[] raw = new byte[(int) count * 4];
+            try (org.sparkccl.core.HostStagingBuffer host = new org.sparkccl.core.HostStagingBuffer(count * 4);
+                 org.sparkccl.core.StagingBuffer onDevice = comm.allocateStaging(count * 4)) {
+                check.fillInput(me.rank(), host.address(), 0, count);
+                host.copyOut(raw, raw.length);
+                onDevice.copyIn(raw, raw.length);
+                comm.allReduce(onDevice.address(), onDevice.address(), count, DataType.FLOAT32, ReduceOp.SUM);
+                onDevice.copyOut(raw, raw.length);
+                host.copyIn(raw, raw.length);
+                ReferenceCheck.Result result = check.checkReduced(host.address(), 0, count);
+                if (result.wrong() > 0) {
+                    throw new AssertionError("rank " + me.rank() + " on GPU " + device + ": " + result);
                 }
+            }
+            TensorLayout layout = TensorLayout.flat("g", 70_001);
+            try (GradientBuffer pinned = GradientBuffer.allocate(allocator, "g", layout, ElementType.FLOAT32,
+                    org.sparkccl.arrow.HostMemorySources.preferred())) {
+                fillAndCheck(pinned, comm, me);
+            }
+        }
+    }
+
+    private static void fillAndCheck(GradientBuffer g, Communicator comm, LaunchedRank me) {
+        int n = me.size();
+        long count = g.elementCount();
+        for (long i = 0; i < count; i++) {
+            g.setFloat(i, value(me.rank(), i));
+        }
+        g.allReduce(comm, ReduceOp.SUM);
+        for (long i = 0; i < count; i++) {
+            double expected = 0;
+            for (int r = 0; r < n; r++) {
+                expected += value(r, i);
+            }
+            if (Math.abs(g.getFloat(i) - expected) > 1e-5 * n) {
+                throw new AssertionError("rank " + me.rank() + " " + g.name() + "[" + i + "] = " + g.getFloat(i)
+                        + ", expected " + expected);
             }
         }
     }

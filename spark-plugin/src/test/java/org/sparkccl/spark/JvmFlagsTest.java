@@ -2,6 +2,7 @@ package org.sparkccl.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
@@ -20,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.launcher.JavaModuleOptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.RankLauncher;
@@ -29,8 +31,8 @@ import org.sparkccl.ipc.launch.RankLauncher;
  * ({@link JavaModuleOptions}) and no flag of ours. Once every Spark executor on GPUs failed because
  * Agrona needed {@code --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED}, which only our test
  * scripts gave. Each path runs first thing in a fresh JVM ({@link JvmFlagsChild}), so no earlier
- * test in the same JVM can have prepared it. The GPU path runs the same way on the GPU machine
- * (scripts/gpu-test.sh starts its JVM with exactly these options).
+ * test in the same JVM can have prepared it. The GPU path ({@code gpu} tag) runs on the GPU machine
+ * (scripts/spark-gpu-test.sh), as do Spark executors on GPUs ({@link SparkGpuTest}).
  */
 class JvmFlagsTest {
     private static final List<String> SPARK_OPTIONS =
@@ -62,6 +64,14 @@ class JvmFlagsTest {
     @Test
     void arrowGradientBuffersWithSparksOptions() {
         launch(SPARK_OPTIONS, "arrow");
+    }
+
+    /** The GPU engine and a pinned GradientBuffer, two ranks as processes (on the GPU machine). */
+    @Test
+    @Tag("gpu")
+    void gpuCommunicatorWithSparksOptions() {
+        assumeTrue(GpuSupportBridge.visibleDevices() > 0, "no usable GPU: " + GpuSupportBridge.unavailableReason());
+        launch(SPARK_OPTIONS, "gpu");
     }
 
     /** TrainJob as bin/train runs it: an embedded Spark whose tasks are the ranks, in one JVM. */

@@ -78,7 +78,7 @@ class SparkGpuTest {
         assumeTrue(gpus >= 2, "one executor per GPU needs 2 GPUs; this machine has " + gpus);
         SparkConf conf = gpuCluster(dir, "local-cluster[" + gpus + ",1,8192]", claimScript(dir, gpus), 1, 1, "1")
                 .set("spark.executor.cores", "1");
-        runLayout(conf, gpus, "executor-per-gpu", true, "P2P/IPC", dir);
+        runLayout(conf, gpus, "executor-per-gpu", gpus, true, "P2P/IPC", dir);
     }
 
     @Test
@@ -87,7 +87,7 @@ class SparkGpuTest {
         assumeTrue(gpus >= 2, "one executor with several GPUs needs 2 GPUs; this machine has " + gpus);
         SparkConf conf = gpuCluster(dir, "local-cluster[1," + gpus + ",16384]", listScript(dir, gpus), gpus, gpus, "1")
                 .set("spark.executor.cores", Integer.toString(gpus));
-        runLayout(conf, gpus, "one-executor", true, "P2P/direct", dir);
+        runLayout(conf, gpus, "one-executor", 1, true, "P2P/direct", dir);
     }
 
     @Test
@@ -96,20 +96,32 @@ class SparkGpuTest {
         SparkConf conf = gpuCluster(dir, "local-cluster[1,2,8192]", listScript(dir, 1), 1, 1, "0.5")
                 .set("spark.executor.cores", "2")
                 .set("spark.sparkccl.allowSharedGpu", "true");
-        runLayout(conf, 2, "shared-gpu", false, "P2P/direct", dir);
+        runLayout(conf, 2, "shared-gpu", 1, false, "P2P/direct", dir);
     }
 
-    private static void runLayout(SparkConf conf, int ranks, String layout, boolean distinctGpus, String via,
-                                  Path dir) throws Exception {
+    /**
+     * Two executors (processes) on one GPU: CUDA IPC between executor JVMs, the path that once failed
+     * in every executor. Their kernels time-slice on the GPU, so this checks correctness, not speed.
+     */
+    @Test
+    void twoExecutorsShareOneGpu(@TempDir Path dir) throws Exception {
+        visibleGpus();
+        SparkConf conf = gpuCluster(dir, "local-cluster[2,1,8192]", listScript(dir, 1), 1, 1, "1")
+                .set("spark.executor.cores", "1")
+                .set("spark.sparkccl.allowSharedGpu", "true");
+        runLayout(conf, 2, "shared-gpu-2-executors", 2, false, "P2P/IPC", dir);
+    }
+
+    private static void runLayout(SparkConf conf, int ranks, String layout, int processes, boolean distinctGpus,
+                                  String via, Path dir) throws Exception {
         long start = System.nanoTime();
         SparkSession spark = SparkSession.builder().config(conf.setAppName("sparkccl-gpu-" + layout)).getOrCreate();
         try {
             JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-            int executors = conf.get("spark.master").startsWith("local-cluster[1,") ? 1 : ranks;
-            SparkTestSupport.awaitExecutors(spark.sparkContext(), executors);
-            System.out.printf(Locale.ROOT, "LAYOUT %s: %d executors up after %.1f s%n", layout, executors,
+            SparkTestSupport.awaitExecutors(spark.sparkContext(), processes);
+            System.out.printf(Locale.ROOT, "LAYOUT %s: %d executors up after %.1f s%n", layout, processes,
                     (System.nanoTime() - start) / 1e9);
-            checkEveryTypeAndOp(jsc, ranks, layout, distinctGpus, via);
+            checkEveryTypeAndOp(jsc, ranks, layout, processes, distinctGpus, via);
             checkCountMismatch(jsc, ranks, layout);
             if (distinctGpus) {
                 measureStepAllReduce(jsc, ranks, layout);
@@ -146,8 +158,8 @@ class SparkGpuTest {
         }
     }
 
-    private static void checkEveryTypeAndOp(JavaSparkContext jsc, int ranks, String layout, boolean distinctGpus,
-                                            String via) {
+    private static void checkEveryTypeAndOp(JavaSparkContext jsc, int ranks, String layout, int processes,
+                                            boolean distinctGpus, String via) {
         List<RankReport> reports = new ArrayList<>(SparkCclJobs.barrierMapPartitions(partitions(jsc, ranks), part -> {
             Communicator comm = SparkCcl.communicator();
             long checked = 0;
@@ -187,7 +199,7 @@ class SparkGpuTest {
             pids.add(r.pid);
         }
         assertEquals(distinctGpus ? ranks : 1, gpus.size(), "GPUs of the ranks: " + gpus);
-        assertEquals(layout.equals("executor-per-gpu") ? ranks : 1, pids.size(), "processes of the ranks: " + pids);
+        assertEquals(processes, pids.size(), "processes of the ranks: " + pids);
     }
 
     /** One all-reduce in device memory (the communicator's staging buffers), checked against float64. */
@@ -240,7 +252,9 @@ class SparkGpuTest {
                     }
                     return Collections.singletonList(0).iterator();
                 }).collect());
-        assertTrue(String.valueOf(failed.getMessage()).contains("mismatch"), "stage failure: " + failed.getMessage());
+        String why = String.valueOf(failed.getMessage());
+        assertTrue(why.contains("collective mismatch") && why.contains("count 7") && why.contains("count 8"),
+                "the stage fails with the mismatch: " + why);
     }
 
     /** A training step's all-reduce of a 64 MB float32 gradient, timed inside the barrier task. */

@@ -656,7 +656,8 @@ public final class GpuCommunicator implements Communicator {
         } else if (code == DevCommLayout.CODE_MISMATCH) {
             CollectiveHeader theirs = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_THEIR_HEADER);
             int prev = (rank + size - 1) % size;
-            e = new CclException("rank " + rank + " called " + header.describe() + " but rank " + prev + " called "
+            e = new CclException("rank " + rank + ": collective mismatch: this rank called " + header.describe()
+                    + " but rank " + prev + " called "
                     + (theirs == null ? "something else (unreadable header)" : theirs.describe())
                     + ": every rank must call the same collectives in the same order with the same count, type and op");
         } else if (code == DevCommLayout.CODE_TIMEOUT) {
