@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
-import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -16,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.StringJoiner;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -90,7 +88,7 @@ class JvmFlagsTest {
         PrintStream sink = new PrintStream(transcript, true, StandardCharsets.UTF_8);
         LaunchResult result = RankLauncher.of(2, JvmFlagsChild.class.getName())
                 .jvmOptions(options.toArray(new String[0]))
-                .classPath(absoluteClassPath())
+                .classPath(SparkTestSupport.absoluteTestClassPath())
                 .args(path)
                 .env("SPARKCCL_TIMEOUT_MS", "30000")
                 .output(sink, sink)
@@ -107,7 +105,7 @@ class JvmFlagsTest {
         command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(options);
         command.add("-cp");
-        command.add(absoluteClassPath());
+        command.add(SparkTestSupport.absoluteTestClassPath());
         command.add(mainClass);
         command.addAll(args);
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
@@ -126,17 +124,5 @@ class JvmFlagsTest {
             p.destroyForcibly();
             Files.deleteIfExists(log);
         }
-    }
-
-    /** Surefire may run from a manifest-only jar; children need the real entries. */
-    private static String absoluteClassPath() {
-        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        StringJoiner out = new StringJoiner(File.pathSeparator);
-        for (String entry : cp.split(File.pathSeparator)) {
-            if (!entry.isEmpty()) {
-                out.add(new File(entry).getAbsolutePath());
-            }
-        }
-        return out.toString();
     }
 }

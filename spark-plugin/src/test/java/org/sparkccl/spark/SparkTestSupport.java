@@ -91,7 +91,7 @@ final class SparkTestSupport {
     }
 
     /** Spark needs absolute paths in spark.executor.extraClassPath; surefire may run from a manifest jar. */
-    private static String absoluteTestClassPath() {
+    static String absoluteTestClassPath() {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         StringJoiner out = new StringJoiner(File.pathSeparator);
         for (String entry : cp.split(File.pathSeparator)) {
