@@ -59,7 +59,7 @@ public final class PeerMonitor implements FailureCheck {
                 onDeadProcess.accept(pid);
                 throw new PeerFailedException(p, "rank " + rank + ": rank " + p + " (pid " + pid + ") died while this rank "
                         + "waited for " + waitingFor + " from rank " + awaitedPeer + " at step " + step
-                        + "; Spark retries the barrier stage, a tool run must be restarted");
+                        + "; this communicator is unusable: every rank must start again with a new one");
             }
         }
     }
