@@ -71,7 +71,7 @@ final class StageRetry {
         return conf == null ? DEFAULT_MAX_ATTEMPTS : conf.getInt(MAX_ATTEMPTS_KEY, DEFAULT_MAX_ATTEMPTS);
     }
 
-    private static Kind kindFromStack() {
+    static Kind kindFromStack() {
         return StackWalker.getInstance().walk(frames -> frames
                 .map(StackWalker.StackFrame::getClassName)
                 .filter(name -> name.equals(SHUFFLE_MAP_TASK) || name.equals(RESULT_TASK))
