@@ -329,13 +329,12 @@ class ExecutorLossTest {
         }
 
         /**
-         * Each surviving rank of attempt 0 recorded how it failed: with a PeerFailedException that names
-         * a dead rank and its pid and ends with {@code consequence}, or, where Spark's kill of the
-         * stage's remaining tasks reached it first (Spark learns of the lost executor about as fast as
-         * a waiting rank does), with the kill. At least one must have seen the death itself.
+         * Each surviving rank of attempt 0 failed with a PeerFailedException that names a dead rank and
+         * its pid and ends with {@code consequence}, even where Spark's kill of the stage's remaining
+         * tasks reached it first (Spark learns of the lost executor about as fast as a waiting rank
+         * does; a cancelled wait names a dead peer before the kill).
          */
         void checkSurvivorErrors(Path dir, String consequence) throws InterruptedException {
-            int sawTheDeath = 0;
             for (int survivor : survivors()) {
                 Path file = dir.resolve("error-" + survivor);
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -346,17 +345,11 @@ class ExecutorLossTest {
                 String[] error = read(file).split("\n", 2);
                 int named = Integer.parseInt(error[0]);
                 System.out.println("rank " + survivor + " failed with: " + error[1]);
-                if (named < 0) {
-                    assertTrue(error[1].contains("kill"), "rank " + survivor + " failed otherwise: " + error[1]);
-                    continue;
-                }
-                sawTheDeath++;
                 assertTrue(deadRanks.contains(named), "rank " + survivor + " names rank " + named + ", not one of the"
                         + " dead ranks " + deadRanks + ": " + error[1]);
                 assertTrue(error[1].contains("rank " + named + " (pid " + pid + ") died"), error[1]);
                 assertTrue(error[1].contains(consequence), error[1]);
             }
-            assertTrue(sawTheDeath > 0, "no surviving rank saw rank " + deadRanks + " die");
         }
 
         /** Every pid a rank ran in, over all attempts. */
