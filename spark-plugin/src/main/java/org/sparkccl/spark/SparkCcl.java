@@ -11,6 +11,7 @@ import org.apache.spark.util.TaskCompletionListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkccl.core.Communicator;
+import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.HostIdentity;
 
@@ -126,9 +127,16 @@ public final class SparkCcl {
                 engineKind.name());
         PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
                 params.get(SparkCclSettings.ALLOW_SHARED_GPU));
+        // Read on the task's thread, where the Spark task that runs this stage is on the stack.
+        StageRetry stage = StageRetry.of(context);
         // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.
-        Communicator engine = CommunicatorFactory.create(engineKind, bootstrap, gpu, params, context::isInterrupted);
-        MeteredCommunicator communicator = new MeteredCommunicator(engine);
+        Communicator engine;
+        try {
+            engine = CommunicatorFactory.create(engineKind, bootstrap, gpu, params, context::isInterrupted);
+        } catch (PeerFailedException e) {
+            throw stage.explain(e);
+        }
+        MeteredCommunicator communicator = new MeteredCommunicator(engine, stage);
         long attempt = context.taskAttemptId();
         context.addTaskCompletionListener(new TaskCompletionListener() {
             @Override
@@ -139,8 +147,8 @@ public final class SparkCcl {
                 }
             }
         });
-        LOG.info("sparkccl rank {} of {} ready on {} (stage {} attempt {}, {})", rank, size, mine,
-                context.stageId(), context.stageAttemptNumber(), engine.memoryKind());
+        LOG.info("sparkccl rank {} of {} ready on {} (stage {} attempt {}, {}; {})", rank, size, mine,
+                context.stageId(), context.stageAttemptNumber(), stage, engine.memoryKind());
         return new TaskCommunicator(communicator, bootstrap, gpu);
     }
 }

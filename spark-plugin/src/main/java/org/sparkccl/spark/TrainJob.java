@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -152,16 +153,22 @@ public final class TrainJob implements Callable<Integer> {
     /**
      * Trains with one barrier task per rank and returns rank 0's result, after checking that every
      * rank ended with the same weights (they apply the same updates to the same all-reduced gradients).
+     *
+     * <p>The stage is retryable ({@link SparkCclJobs#retryableBarrierMapPartitions}): when an executor
+     * is lost or a rank fails, Spark runs it again (up to {@code spark.stage.maxConsecutiveAttempts}
+     * attempts), and a retried attempt resumes from the newest checkpoint when there is a checkpoint
+     * directory (else from step 0); rank 0 logs "stage attempt k: resuming from checkpoint step N".
      */
     public static TrainResult train(PreparedData prepared, TrainConfig config) {
         DataStats stats = prepared.stats();
-        List<TrainResult> results = new ArrayList<>(SparkCclJobs.barrierMapPartitions(prepared.byRank(), examples -> {
+        List<TrainResult> results = new ArrayList<>(SparkCclJobs.retryableBarrierMapPartitions(prepared.byRank(), examples -> {
+            TrainConfig attemptConfig = config.forStageAttempt(BarrierTaskContext.get().stageAttemptNumber());
             FeatureBatch batch = TrainingData.batch(examples, stats);
             Communicator comm = SparkCcl.communicator();
             Shard shard = new Shard(batch, comm.rank(), comm.size(), (int) stats.rows());
             try (BufferAllocator allocator = new RootAllocator()) {
-                TrainResult result = new Trainer(config, shard, (int) stats.rows()).run(StepCollectives.over(comm), allocator,
-                        stepEngines(config, comm));
+                TrainResult result = new Trainer(attemptConfig, shard, (int) stats.rows()).run(StepCollectives.over(comm),
+                        allocator, stepEngines(attemptConfig, comm));
                 return List.of(result).iterator();
             }
         }).collect());

@@ -250,4 +250,58 @@ class LocalBarrierStageTest {
         }).collect();
         assertEquals(List.of(false, false, false, false), same, "no GPU in local mode without CUDA");
     }
+
+    /** What a rank produced and what it knew of its stage. */
+    static final class Tagged implements Serializable {
+        final int rank;
+        final int item;
+        final StageRetry.Kind stage;
+
+        Tagged(int rank, int item, StageRetry.Kind stage) {
+            this.rank = rank;
+            this.item = item;
+            this.stage = stage;
+        }
+    }
+
+    private static java.util.Iterator<Tagged> threeItemsAndTheStageKind() {
+        SparkCcl.communicator();
+        int rank = org.apache.spark.TaskContext.getPartitionId();
+        StageRetry.Kind kind = StageRetry.of(org.apache.spark.TaskContext.get()).kind();
+        return IntStream.range(0, 3).mapToObj(i -> new Tagged(rank, rank * 10 + i, kind)).iterator();
+    }
+
+    @Test
+    void aRetryableStageFeedsAShuffleAndKeepsRankOrder() {
+        JavaRDD<Tagged> out = SparkCclJobs.retryableBarrierMapPartitions(ranks(), part -> threeItemsAndTheStageKind());
+        assertEquals(RANKS, out.getNumPartitions());
+        List<List<Tagged>> partitions = out.glom().collect();
+        for (int r = 0; r < RANKS; r++) {
+            List<Integer> items = partitions.get(r).stream().map(t -> t.item).collect(Collectors.toList());
+            assertEquals(List.of(r * 10, r * 10 + 1, r * 10 + 2), items, "partition " + r + " holds rank " + r + "'s output");
+            for (Tagged t : partitions.get(r)) {
+                assertEquals(StageRetry.Kind.RETRYABLE, t.stage, "marked by the retryable wrapper");
+            }
+        }
+        Dataset<Integer> ds = SparkCclJobs.retryableBarrierMapPartitions(spark.createDataset(
+                IntStream.range(0, RANKS).boxed().collect(Collectors.toList()), Encoders.INT()).repartition(RANKS),
+                rows -> threeItems(), Encoders.INT());
+        assertEquals(List.of(0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32), ds.collectAsList());
+    }
+
+    private static java.util.Iterator<Integer> threeItems() {
+        List<Integer> items = new ArrayList<>();
+        threeItemsAndTheStageKind().forEachRemaining(t -> items.add(t.item));
+        return items.iterator();
+    }
+
+    @Test
+    void aPlainBarrierStageKnowsWhetherSparkRetriesIt() {
+        List<Tagged> collected = SparkCclJobs.barrierMapPartitions(ranks(), part -> threeItemsAndTheStageKind()).collect();
+        assertTrue(collected.stream().allMatch(t -> t.stage == StageRetry.Kind.RESULT), "collect(): a result stage");
+        List<Tagged> shuffled = SparkCclJobs.barrierMapPartitions(ranks(), part -> threeItemsAndTheStageKind())
+                .repartition(2).collect();
+        assertTrue(shuffled.stream().allMatch(t -> t.stage == StageRetry.Kind.RETRYABLE),
+                "feeding a shuffle: a ShuffleMapStage, which Spark retries");
+    }
 }

@@ -54,13 +54,26 @@ public final class PeerMonitor implements FailureCheck {
                 }
                 continue;
             }
-            long pid = infos[p].pid();
-            if (pid != myPid && !HostIdentity.isAlive(pid)) {
-                onDeadProcess.accept(pid);
-                throw new PeerFailedException(p, "rank " + rank + ": rank " + p + " (pid " + pid + ") died while this rank "
-                        + "waited for " + waitingFor + " from rank " + awaitedPeer + " at step " + step
-                        + "; Spark retries the barrier stage, a tool run must be restarted");
+            checkAlive(p, awaitedPeer, step, waitingFor);
+        }
+    }
+
+    @Override
+    public void checkDeadPeers(int awaitedPeer, long step, String waitingFor) {
+        for (int p = 0; p < controls.length; p++) {
+            if (p != rank && controls[p].getIntVolatile(SegmentLayout.STATE_OFFSET) != SegmentLayout.STATE_CLOSED) {
+                checkAlive(p, awaitedPeer, step, waitingFor);
             }
+        }
+    }
+
+    private void checkAlive(int p, int awaitedPeer, long step, String waitingFor) {
+        long pid = infos[p].pid();
+        if (pid != myPid && !HostIdentity.isAlive(pid)) {
+            onDeadProcess.accept(pid);
+            throw new PeerFailedException(p, "rank " + rank + ": rank " + p + " (pid " + pid + ") died while this rank "
+                    + "waited for " + waitingFor + " from rank " + awaitedPeer + " at step " + step
+                    + "; this communicator is unusable: every rank must start again with a new one");
         }
     }
 

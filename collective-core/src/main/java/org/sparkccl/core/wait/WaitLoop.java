@@ -93,6 +93,7 @@ public final class WaitLoop {
         if (now - nextFailureCheckNs > 0) {
             nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
             if (cancelled.getAsBoolean()) {
+                failureCheck.checkDeadPeers(peer, step, waitingFor);
                 throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
                         + waitingFor + " from rank " + peer + " at step " + step);
             }

@@ -652,7 +652,7 @@ public final class GpuCommunicator implements Communicator {
         CclException e;
         if (deadPeer >= 0) {
             e = new PeerFailedException(deadPeer, what + " failed: rank " + deadPeer + " (pid " + infos[deadPeer].pid()
-                    + ") died; Spark retries the barrier stage, a tool run must be restarted");
+                    + ") died; this communicator is unusable: every rank must start again with a new one");
         } else if (code == DevCommLayout.CODE_MISMATCH) {
             CollectiveHeader theirs = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_THEIR_HEADER);
             int prev = (rank + size - 1) % size;

@@ -18,6 +18,8 @@ public final class TrainConfig implements Serializable {
     final boolean resume;
     final Map<String, String> hadoopSettings;
     final ComputePath.Choice compute;
+    /** The Spark stage attempt this rank runs in (0 = the first): a retried attempt resumes from the newest checkpoint. */
+    final int stageAttempt;
 
     /**
      * @param batchSize      global minibatch size (all ranks together)
@@ -28,12 +30,12 @@ public final class TrainConfig implements Serializable {
     public TrainConfig(ModelSpec model, OptimizerSpec optimizer, int batchSize, long steps, long seed, int logEvery,
                        String checkpointDir, long checkpointEvery, boolean resume, Map<String, String> hadoopSettings) {
         this(model, optimizer, batchSize, steps, seed, logEvery, checkpointDir, checkpointEvery, resume, hadoopSettings,
-                ComputePath.Choice.AUTO);
+                ComputePath.Choice.AUTO, 0);
     }
 
     private TrainConfig(ModelSpec model, OptimizerSpec optimizer, int batchSize, long steps, long seed, int logEvery,
                         String checkpointDir, long checkpointEvery, boolean resume, Map<String, String> hadoopSettings,
-                        ComputePath.Choice compute) {
+                        ComputePath.Choice compute, int stageAttempt) {
         if (batchSize < 1 || steps < 0 || logEvery < 1 || checkpointEvery < 1) {
             throw new IllegalArgumentException("batch size, log interval and checkpoint interval must be >= 1 and steps >= 0");
         }
@@ -51,6 +53,7 @@ public final class TrainConfig implements Serializable {
         this.resume = resume;
         this.hadoopSettings = Map.copyOf(hadoopSettings);
         this.compute = compute;
+        this.stageAttempt = stageAttempt;
     }
 
     public ModelSpec model() {
@@ -64,13 +67,30 @@ public final class TrainConfig implements Serializable {
     /** The same training with other steps, checkpointing or resume settings. */
     public TrainConfig withSteps(long newSteps, String newCheckpointDir, long newCheckpointEvery, boolean newResume) {
         return new TrainConfig(model, optimizer, batchSize, newSteps, seed, logEvery, newCheckpointDir,
-                newCheckpointEvery, newResume, hadoopSettings, compute);
+                newCheckpointEvery, newResume, hadoopSettings, compute, stageAttempt);
     }
 
     /** The same training, computed where {@code choice} says (TrainJob's --compute; AUTO by default). */
     public TrainConfig withCompute(ComputePath.Choice choice) {
         return new TrainConfig(model, optimizer, batchSize, steps, seed, logEvery, checkpointDir, checkpointEvery, resume,
-                hadoopSettings, choice);
+                hadoopSettings, choice, stageAttempt);
+    }
+
+    /**
+     * The training as attempt {@code attempt} of its Spark stage runs it (0 = the first): a retried
+     * attempt resumes from the newest checkpoint where there is a checkpoint directory (the one it
+     * started from, or one the failed attempt wrote), else it starts again from step 0.
+     */
+    public TrainConfig forStageAttempt(int attempt) {
+        if (attempt == stageAttempt) {
+            return this;
+        }
+        return new TrainConfig(model, optimizer, batchSize, steps, seed, logEvery, checkpointDir, checkpointEvery,
+                resume || (attempt > 0 && checkpointDir != null), hadoopSettings, compute, attempt);
+    }
+
+    public int stageAttempt() {
+        return stageAttempt;
     }
 
     public ComputePath.Choice compute() {

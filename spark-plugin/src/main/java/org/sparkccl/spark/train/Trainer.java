@@ -24,7 +24,8 @@ import org.sparkccl.arrow.TensorLayout;
  * count riding along in the same buffer), and every rank applies the same update to its own copy of
  * the weights, so the copies stay equal without ever being sent. A {@link StepEngine} runs the
  * steps: on the CPU, or on the rank's GPU with everything in device memory ({@link ComputePath}).
- * Rank 0 writes checkpoints; on resume it reads the newest and broadcasts it.
+ * Rank 0 writes checkpoints; on resume (asked for, or a retried Spark stage attempt: {@link
+ * TrainConfig#forStageAttempt}) it reads the newest and broadcasts it.
  */
 public final class Trainer {
     private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
@@ -138,6 +139,8 @@ public final class Trainer {
         long firstStep = 0;
         if (config.resume) {
             firstStep = resumeStep(collectives, allocator, weightsBuffer, state);
+        } else if (config.stageAttempt > 0 && collectives.rank() == 0) {
+            LOG.info("stage attempt {}: no checkpoint directory, so training starts again from step 0", config.stageAttempt);
         }
         if (firstStep == 0) {
             model.initialize(weights, config.seed);
@@ -176,8 +179,16 @@ public final class Trainer {
                         checkCompatible(checkpoint);
                         checkpoint.copyInto(weightsBuffer, state);
                         step = checkpoint.step();
-                        LOG.info("resuming from {} (step {})", checkpoint.path(), step);
+                        if (config.stageAttempt > 0) {
+                            LOG.info("stage attempt {}: resuming from checkpoint step {} ({})", config.stageAttempt, step,
+                                    checkpoint.path());
+                        } else {
+                            LOG.info("resuming from {} (step {})", checkpoint.path(), step);
+                        }
                     }
+                } else if (config.stageAttempt > 0) {
+                    LOG.info("stage attempt {}: no checkpoint in {} yet: starting again from step 0", config.stageAttempt,
+                            config.checkpointDir);
                 } else {
                     LOG.info("no checkpoint in {}: starting from step 0", config.checkpointDir);
                 }
