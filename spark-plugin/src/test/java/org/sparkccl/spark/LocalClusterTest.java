@@ -93,13 +93,7 @@ class LocalClusterTest {
             Communicator comm = SparkCcl.communicator();
             float[] data = SparkTestSupport.randomFloats(seed, comm.rank(), count);
             comm.allReduce(data, ReduceOp.SUM);
-            double[] reference = new double[count];
-            for (int r = 0; r < comm.size(); r++) {
-                float[] theirs = SparkTestSupport.randomFloats(seed, r, count);
-                for (int i = 0; i < count; i++) {
-                    reference[i] += theirs[i];
-                }
-            }
+            double[] reference = SparkTestSupport.referenceSum(seed, comm.size(), count);
             double maxError = 0;
             for (int i = 0; i < count; i++) {
                 maxError = Math.max(maxError, Math.abs(data[i] - reference[i]));

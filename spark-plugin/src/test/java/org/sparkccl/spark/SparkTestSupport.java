@@ -111,4 +111,16 @@ final class SparkTestSupport {
         }
         return out;
     }
+
+    /** The float64 sum over {@code ranks} ranks of {@link #randomFloats}: the reference for a SUM all-reduce. */
+    static double[] referenceSum(long seed, int ranks, int count) {
+        double[] sum = new double[count];
+        for (int r = 0; r < ranks; r++) {
+            float[] theirs = randomFloats(seed, r, count);
+            for (int i = 0; i < count; i++) {
+                sum[i] += theirs[i];
+            }
+        }
+        return sum;
+    }
 }
