@@ -107,6 +107,8 @@ public final class GpuCommunicator implements Communicator {
     private ResidentKernel resident;
     /** Set from connect's round until the first launch: see {@link InProcessConnectGate}. */
     private String gateId;
+    /** Ranks of this process on this GPU launch together (null when no other rank here shares it). */
+    private SharedGpuLaunchGate launchGate;
     private int ranksInProcess;
     private long timeoutNs;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
@@ -217,6 +219,13 @@ public final class GpuCommunicator implements Communicator {
             }
         }
         warnAboutSharedQueues(gpus);
+        int sharingGpu = 0;
+        for (int r = 0; r < size; r++) {
+            sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
+        }
+        if (sharingGpu > 1) {
+            launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
+        }
         status = own(PinnedHostBuffer.allocate(device, DevCommLayout.STATUS_BYTES, owner));
         statusView = new UnsafeBuffer(status.address(), DevCommLayout.STATUS_BYTES);
         barrierBuffer = own(DeviceBuffer.allocate(device, 256, owner));
@@ -509,6 +518,18 @@ public final class GpuCommunicator implements Communicator {
         GpuPlan plan = tuner.plan(kind, count, type, size);
         int seq = ++sequence;
         CollectiveHeader header = new CollectiveHeader(seq, kind, type, op, plan.protocol, root, count);
+        CclException gateFailure = null;
+        if (launchGate != null) {
+            try {
+                launchGate.awaitPeers(cancelled, timeoutNs, "rank " + rank + " on " + device.where() + ": "
+                        + header.describe());
+            } catch (CclException e) {
+                // Launch anyway, with the abort raised: the kernel stops at its first wait and raises every
+                // peer's abort word, so ranks in other processes stop too instead of waiting for the timeout.
+                gateFailure = e;
+                statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+            }
+        }
         argsView.putLong(DevCommLayout.ARG_SEND, send);
         argsView.putLong(DevCommLayout.ARG_RECV, recv);
         argsView.putLong(DevCommLayout.ARG_COUNT, count);
@@ -537,7 +558,18 @@ public final class GpuCommunicator implements Communicator {
                     kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
         }
         lastLaunchNanos = System.nanoTime() - launchStart;
-        waitForKernel(header, viaResident);
+        try {
+            waitForKernel(header, viaResident);
+        } catch (CclException e) {
+            if (gateFailure == null) {
+                throw e;
+            }
+        }
+        if (gateFailure != null) {
+            brokenBy = gateFailure.getMessage();
+            endLaunchGate();
+            throw gateFailure;
+        }
         lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
     }
@@ -623,6 +655,7 @@ public final class GpuCommunicator implements Communicator {
         }
         if (stoppedBy != null) {
             brokenBy = "rank " + rank + " on " + device.where() + ": " + header.describe() + " " + stoppedBy;
+            endLaunchGate();
             throw new CclException(brokenBy + "; the other ranks stop with an abort");
         }
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
@@ -674,7 +707,15 @@ public final class GpuCommunicator implements Communicator {
             e = new CclTimeoutException(what + " did not finish within SPARKCCL_TIMEOUT_MS plus 10 s; it was stopped");
         }
         brokenBy = e.getMessage();
+        endLaunchGate();
         return e;
+    }
+
+    /** A rank that failed takes no more part in launching together: its peers go on and meet the failure. */
+    private void endLaunchGate() {
+        if (launchGate != null) {
+            launchGate.close();
+        }
     }
 
     private void checkUsable() {

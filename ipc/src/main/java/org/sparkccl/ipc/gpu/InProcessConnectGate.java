@@ -11,8 +11,8 @@ import java.util.concurrent.TimeUnit;
  * of connect does) can be made to wait for the GPU, and so for that kernel: both stop until the
  * collective's timeout. Ranks in other processes have contexts of their own and are not affected.
  *
- * <p>The same hazard remains for the user's own allocations: in one process, allocate (and free)
- * device memory before the first collective or after the last, as with NCCL.
+ * <p>Between collectives, ranks of one process that share a GPU meet the same hazard through each
+ * other's allocations; {@link SharedGpuLaunchGate} makes them launch together.
  */
 final class InProcessConnectGate {
     private static final Map<String, int[]> CONNECTING = new HashMap<>();

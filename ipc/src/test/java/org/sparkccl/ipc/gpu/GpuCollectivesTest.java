@@ -295,4 +295,37 @@ class GpuCollectivesTest {
         assertTrue(all.contains("0: ") && all.contains("cancelled (task killed)"), all);
         assertTrue(all.contains("1: ") && all.contains("aborted because another rank failed"), all);
     }
+
+    /**
+     * Two ranks of one process on one GPU, as TrainJob's resume ran them: rank 1 enters a broadcast at
+     * once while rank 0 first allocates and frees CUDA memory. Before the shared-GPU launch gate, rank
+     * 1's waiting kernel made rank 0's cuMemFree wait for it, and both waited until the timeout.
+     */
+    @Test
+    void ranksSharingAGpuMayAllocateBetweenCollectives() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        GpuTestSupport.runRanks(2, 1, GpuTestSupport.params("SPARKCCL_TIMEOUT_MS", "20000"), comm -> {
+            DeviceBuffer b = GpuTestSupport.Buffers.of().a;
+            for (int round = 0; round < 3; round++) {
+                double[] value = {comm.rank() == 0 ? 0.25 + round : -1};
+                if (comm.rank() == 0) {
+                    Thread.sleep(300); // rank 1's kernel is waiting by now
+                    try (org.sparkccl.ipc.cuda.PinnedHostBuffer pinned =
+                                 org.sparkccl.ipc.cuda.PinnedHostBuffer.allocate(comm.device(), 1 << 20, "test");
+                         DeviceBuffer scratch = DeviceBuffer.allocate(comm.device(), 1 << 20, "test")) {
+                        scratch.fill((byte) 1, comm.stream());
+                        pinned.address();
+                    }
+                }
+                b.copyFromArray(value, 8, comm.stream());
+                comm.broadcast(b.address(), b.address(), 1, DataType.FLOAT64, 0);
+                b.copyToArray(value, 8, comm.stream());
+                if (value[0] != 0.25 + round) {
+                    failures.add("round " + round + " rank " + comm.rank() + " got " + value[0]);
+                }
+            }
+        });
+        assertEquals(List.of(), failures);
+    }
 }
