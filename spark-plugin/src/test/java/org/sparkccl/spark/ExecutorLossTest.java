@@ -1,6 +1,5 @@
 package org.sparkccl.spark;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -12,7 +11,6 @@ import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
@@ -24,13 +22,8 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import java.util.stream.Stream;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -51,7 +44,6 @@ import org.sparkccl.spark.train.ModelSpec;
 import org.sparkccl.spark.train.OptimizerSpec;
 import org.sparkccl.spark.train.PreparedData;
 import org.sparkccl.spark.train.TrainConfig;
-import org.sparkccl.spark.train.TrainResult;
 import org.sparkccl.spark.train.TrainingData;
 
 /**
@@ -202,63 +194,10 @@ class ExecutorLossTest {
         TrainConfig config = new TrainConfig(model, adam, 96, steps, 5, 100, checkpoints.toUri().toString(), every,
                 false, Map.of());
 
-        List<Long> executors = executorProcesses();
-        long victim = executors.get(0);
-        AtomicBoolean training = new AtomicBoolean(true);
-        AtomicLong killedAfter = new AtomicLong(-1);
-        // Copies every checkpoint as it appears (the trainer keeps only the newest 3) and kills an
-        // executor once the first one is there.
-        Thread watcher = new Thread(() -> {
-            Set<String> copied = new TreeSet<>();
-            while (training.get()) {
-                for (Path p : list(checkpoints)) {
-                    String name = p.getFileName().toString();
-                    if (name.startsWith("checkpoint-") && name.endsWith(".arrow") && copied.add(name)) {
-                        try {
-                            Path to = copies.resolve(name).resolve(name);
-                            Files.createDirectories(to.getParent());
-                            Files.copy(p, to, StandardCopyOption.REPLACE_EXISTING);
-                        } catch (NoSuchFileException e) {
-                            copied.remove(name);
-                        } catch (IOException e) {
-                            throw new UncheckedIOException(e);
-                        }
-                        if (killedAfter.get() < 0) {
-                            killedAfter.set(Long.parseLong(name.replaceAll("\\D", "")));
-                            ProcessHandle.of(victim).ifPresent(ProcessHandle::destroyForcibly);
-                        }
-                    }
-                }
-                try {
-                    Thread.sleep(2);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "checkpoint-watcher");
-        watcher.start();
-        TrainResult retried;
-        try {
-            retried = TrainJob.train(data, config);
-        } finally {
-            training.set(false);
-            watcher.join();
-        }
-        long resumedFrom = retried.firstStep();
-        System.out.println("executor pid " + victim + " killed after checkpoint " + killedAfter.get()
-                + "; the retried attempt resumed from step " + resumedFrom);
-        assertTrue(killedAfter.get() > 0, "no checkpoint appeared");
-        assertTrue(resumedFrom >= killedAfter.get() && resumedFrom < steps && resumedFrom % every == 0,
-                "the retried attempt started at step " + resumedFrom);
-        assertTrue(executorLogsContain(Pattern.compile("stage attempt \\d+: resuming from checkpoint step "
-                + resumedFrom + " ")), "no executor logged the resume from step " + resumedFrom);
-
-        String copy = copies.resolve(String.format("checkpoint-%012d.arrow", resumedFrom)).toUri().toString();
-        TrainResult uninterrupted = TrainJob.train(data, config.withSteps(steps, copy, every, true));
+        long victim = executorProcesses().get(0);
+        LocalExecutors.KilledTraining killed = LocalExecutors.trainKillingOne(data, config, checkpoints, copies, victim);
+        killed.assertResumedExactly(spark.sparkContext(), data, config, copies);
         data.release();
-        assertEquals(resumedFrom, uninterrupted.firstStep());
-        assertArrayEquals(uninterrupted.weights(), retried.weights(),
-                "retried attempt = an uninterrupted run resumed from the same checkpoint");
     }
 
     /** The ranks 0..3, one per partition. */
@@ -377,38 +316,8 @@ class ExecutorLossTest {
         return new KilledExecutor(pid, dead);
     }
 
-    /** This application's executor JVMs (the local-cluster workers run in this JVM and start them as children). */
     private static List<Long> executorProcesses() {
-        String app = spark.sparkContext().applicationId();
-        // ProcessHandle.Info gives no command line this long (the class path): read /proc instead.
-        return ProcessHandle.current().descendants()
-                .filter(ProcessHandle::isAlive)
-                .map(ProcessHandle::pid)
-                .filter(pid -> {
-                    try {
-                        String c = new String(Files.readAllBytes(Paths.get("/proc", Long.toString(pid), "cmdline")),
-                                StandardCharsets.UTF_8);
-                        return c.contains("CoarseGrainedExecutorBackend") && c.contains(app);
-                    } catch (IOException e) {
-                        return false; // gone
-                    }
-                })
-                .sorted()
-                .collect(Collectors.toList());
-    }
-
-    /** Whether a line of this application's executor logs (stdout: sparkccl logs there in tests) matches. */
-    private static boolean executorLogsContain(Pattern pattern) throws IOException {
-        Path appDir = Paths.get(System.getenv("SPARK_HOME"), "work", spark.sparkContext().applicationId());
-        try (Stream<Path> files = Files.walk(appDir)) {
-            for (Path p : files.filter(f -> f.getFileName().toString().equals("stdout")).collect(Collectors.toList())) {
-                Matcher m = pattern.matcher(Files.readString(p, StandardCharsets.UTF_8));
-                if (m.find()) {
-                    return true;
-                }
-            }
-        }
-        return false;
+        return LocalExecutors.processes(spark.sparkContext());
     }
 
     /** sparkccl segments in /dev/shm created by any of {@code pids} (they are named sparkccl-PID-...). */
@@ -419,14 +328,7 @@ class ExecutorLossTest {
     }
 
     private static List<Path> list(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            return List.of();
-        }
-        try (Stream<Path> files = Files.list(dir)) {
-            return files.collect(Collectors.toList());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return LocalExecutors.list(dir);
     }
 
     /** Written under a temporary name and moved into place, so a reader sees all of it or nothing. */

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -110,6 +111,105 @@ class SparkGpuTest {
                 .set("spark.executor.cores", "1")
                 .set("spark.sparkccl.allowSharedGpu", "true");
         runLayout(conf, 2, "shared-gpu-2-executors", 2, false, "P2P/IPC", dir);
+    }
+
+    /**
+     * An executor JVM SIGKILLed mid-training on the GPUs: Spark retries TrainJob's stage, the retry
+     * resumes from the newest checkpoint and ends where an uninterrupted run from that checkpoint ends;
+     * the surviving and the relaunched executor hold no sparkccl GPU or pinned memory, communicator or
+     * mapping afterwards, and /dev/shm keeps nothing of the job. One executor per GPU where there are
+     * two GPUs, else two executors sharing one.
+     */
+    @Test
+    void executorLostMidTrainingIsRetriedOnTheGpus(@TempDir Path dir) throws Exception {
+        int gpus = visibleGpus();
+        SparkConf conf = gpus >= 2
+                ? gpuCluster(dir, "local-cluster[2,1,8192]", claimScript(dir, 2), 1, 1, "1")
+                : gpuCluster(dir, "local-cluster[2,1,8192]", listScript(dir, 1), 1, 1, "1")
+                        .set("spark.sparkccl.allowSharedGpu", "true");
+        conf.set("spark.executor.cores", "1");
+        SparkSession spark = SparkSession.builder().config(conf.setAppName("sparkccl-gpu-executor-loss")).getOrCreate();
+        try {
+            SparkTestSupport.awaitExecutors(spark.sparkContext(), 2);
+            JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+            List<ExecutorHoldings> before = holdings(jsc);
+            PreparedData data = PreparedData.of(TrainingData.digits(spark), null, null, 2);
+            ModelSpec model = new ModelSpec(ModelSpec.Kind.MLP, data.stats().cols(), 32, data.stats().classes());
+            OptimizerSpec adam = new OptimizerSpec(OptimizerSpec.Kind.ADAM, 0.01, 0.9);
+            Path checkpoints = dir.resolve("checkpoints");
+            Path copies = dir.resolve("copies");
+            Files.createDirectories(checkpoints);
+            TrainConfig config = new TrainConfig(model, adam, 128, 400, 5, 100, checkpoints.toUri().toString(), 20,
+                    false, Map.of()).withCompute(ComputePath.Choice.GPU);
+            long victim = LocalExecutors.processes(spark.sparkContext()).get(0);
+            long start = System.nanoTime();
+            LocalExecutors.KilledTraining killed = LocalExecutors.trainKillingOne(data, config, checkpoints, copies, victim);
+            System.out.printf(Locale.ROOT, "LAYOUT executor-loss: executor pid %d killed after checkpoint %d; the"
+                            + " retry resumed from step %d; job %.1f s%n", victim, killed.killedAfterStep,
+                    killed.result.firstStep(), (System.nanoTime() - start) / 1e9);
+            killed.assertResumedExactly(spark.sparkContext(), data, config, copies);
+            data.release();
+
+            SparkTestSupport.awaitExecutors(spark.sparkContext(), 2);
+            List<ExecutorHoldings> after = holdings(jsc);
+            Set<Long> pids = new HashSet<>();
+            for (ExecutorHoldings h : before) {
+                pids.add(h.pid);
+            }
+            for (ExecutorHoldings h : after) {
+                pids.add(h.pid);
+                System.out.println("LAYOUT executor-loss after: " + h);
+                assertEquals(0, h.deviceBytes + h.pinnedBytes + h.openCommunicators + h.shmBytesMapped, h.toString());
+            }
+            before.forEach(h -> System.out.println("LAYOUT executor-loss before: " + h));
+            assertTrue(pids.contains(victim) && !after.stream().anyMatch(h -> h.pid == victim), "pids " + pids);
+            List<String> left = LocalExecutors.list(Paths.get("/dev/shm")).stream()
+                    .map(f -> f.getFileName().toString())
+                    .filter(name -> pids.stream().anyMatch(pid -> name.startsWith("sparkccl-" + pid + "-")))
+                    .collect(Collectors.toList());
+            assertEquals(List.of(), left, "segments of the job's executors in /dev/shm");
+        } finally {
+            spark.stop();
+        }
+    }
+
+    /** What sparkccl holds in one executor JVM, and the GPU's memory in use (every process). */
+    static final class ExecutorHoldings implements Serializable {
+        final long pid;
+        final long deviceBytes;
+        final long pinnedBytes;
+        final int openCommunicators;
+        final long shmBytesMapped;
+        final long gpuUsedBytes;
+
+        ExecutorHoldings(long pid, long deviceBytes, long pinnedBytes, int openCommunicators, long shmBytesMapped,
+                         long gpuUsedBytes) {
+            this.pid = pid;
+            this.deviceBytes = deviceBytes;
+            this.pinnedBytes = pinnedBytes;
+            this.openCommunicators = openCommunicators;
+            this.shmBytesMapped = shmBytesMapped;
+            this.gpuUsedBytes = gpuUsedBytes;
+        }
+
+        @Override
+        public String toString() {
+            return String.format(Locale.ROOT, "pid %d: sparkccl device %d B, pinned %d B, %d open communicators, %d B"
+                    + " of shared memory mapped; GPU memory in use (all processes) %.1f MiB", pid, deviceBytes,
+                    pinnedBytes, openCommunicators, shmBytesMapped, gpuUsedBytes / 1048576.0);
+        }
+    }
+
+    /** One barrier task per executor (each has one core), no communicator: what each executor holds. */
+    private static List<ExecutorHoldings> holdings(JavaSparkContext jsc) {
+        return new ArrayList<>(SparkCclJobs.barrierMapPartitions(partitions(jsc, 2), rows -> {
+            int gpu = Integer.parseInt(org.apache.spark.TaskContext.get().resourcesJMap().get("gpu").addresses()[0]);
+            return List.of(new ExecutorHoldings(ProcessHandle.current().pid(),
+                    org.sparkccl.ipc.cuda.DeviceBuffer.outstandingBytes(),
+                    org.sparkccl.ipc.cuda.PinnedHostBuffer.outstandingBytes(), SparkCcl.openCount(),
+                    org.sparkccl.ipc.shm.ShmTransport.mappedBytesInJvm(),
+                    org.sparkccl.ipc.cuda.CudaDevice.get(gpu).usedBytes())).iterator();
+        }).collect());
     }
 
     private static void runLayout(SparkConf conf, int ranks, String layout, int processes, boolean distinctGpus,

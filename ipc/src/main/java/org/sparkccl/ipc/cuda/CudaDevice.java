@@ -115,6 +115,15 @@ public final class CudaDevice {
         return ordinal;
     }
 
+    /** Bytes of this GPU's memory in use by every process ({@code cuMemGetInfo}: total minus free). */
+    public long usedBytes() {
+        makeCurrent();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        Cuda.check(JCudaDriver.cuMemGetInfo(free, total), "cuMemGetInfo", where());
+        return total[0] - free[0];
+    }
+
     public String name() {
         return name;
     }

@@ -64,6 +64,10 @@ public final class TrainConfig implements Serializable {
         return steps;
     }
 
+    public long checkpointEvery() {
+        return checkpointEvery;
+    }
+
     /** The same training with other steps, checkpointing or resume settings. */
     public TrainConfig withSteps(long newSteps, String newCheckpointDir, long newCheckpointEvery, boolean newResume) {
         return new TrainConfig(model, optimizer, batchSize, newSteps, seed, logEvery, newCheckpointDir,
