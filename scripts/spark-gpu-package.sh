@@ -4,9 +4,11 @@
 #   rocksdbjni), JUnit's console launcher and a JRE with the modules Spark uses; jars rewritten with
 #   stored entries, tarred, xz-compressed and split into parts that fit one device call each (64 MiB a
 #   call). Rebuilt only when that list of jars changes.
-# - OUTDIR/app: sparkccl's jars and the spark-plugin and ipc test classes (a few MB).
+# - OUTDIR/app: sparkccl's jars and the spark-plugin and ipc test classes (a few MB);
+# - OUTDIR/submit: the application jar users spark-submit (14 MB).
 # Send part-00 and part-01 with back-to-back calls (a warm machine keeps what earlier calls left in
-# ignored paths) and the last part with OUTDIR/app in the call that runs spark-gpu-test.sh.
+# ignored paths) and the last part with OUTDIR/app and OUTDIR/submit in the call that runs
+# spark-gpu-test.sh.
 # Usage: scripts/spark-gpu-package.sh [OUTDIR]   (default .device/spark)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +38,9 @@ done
 cp spark-plugin/target/spark-plugin-*[0-9T].jar "$app/"
 cp -r spark-plugin/target/test-classes "$app/spark-plugin-test-classes"
 cp -r ipc/target/test-classes "$app/ipc-test-classes"
+# The application jar users spark-submit (docs/spark.md), for the standalone-cluster run.
+rm -rf "$out/submit"; mkdir -p "$out/submit"
+cp spark-plugin/target/sparkccl-spark-app-*.jar "$out/submit/"
 stamp=$( (printf '%s\n' "${deps[@]}"; cat "$0") | sha256sum | cut -c1-16)
 if [ -f "$out/parts.stamp" ] && [ "$(cat "$out/parts.stamp")" = "$stamp" ] && ls "$out"/part-* >/dev/null 2>&1; then
   echo "third-party parts unchanged ($stamp)"; du -sh "$app"; ls -la "$out"; exit 0

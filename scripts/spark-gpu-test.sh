@@ -8,10 +8,12 @@
 #   2. allreduce-perf --device gpu at 64 MB in the same run, and the ratio of the two;
 #   3. TrainJob as bin/train runs it (embedded local Spark): on the GPUs, and refused with more ranks
 #      than GPUs;
-#   4. with "all": ipc's gpu-tagged tests too.
+#   4. spark-submit of the application jar (TrainJob) to a standalone Master and Worker, the Worker
+#      with the real GPU discovery script (scripts/getGpusResources.sh);
+#   5. with "all": ipc's gpu-tagged tests too.
 # Every JVM gets exactly Spark's options (scripts/spark-jvm-options) and nothing of ours.
 # Logs under $OUT (or ./gpu-out); a short summary is printed last.
-# Usage: bash scripts/spark-gpu-test.sh [spark|all]
+# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone]   (standalone: step 4 only)
 set -uo pipefail
 what=${1:-spark}
 out=${OUT:-$PWD/gpu-out}
@@ -47,30 +49,73 @@ junit() { # label, class-path folder to scan, extra args...
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit-$label.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 }
 
-junit spark "$app/spark-plugin-test-classes"
-grep -hE "^(LAYOUT|MEASURED)" "$out/junit-spark.log"
+if [ "$what" != standalone ]; then
+  junit spark "$app/spark-plugin-test-classes"
+  grep -hE "^(LAYOUT|MEASURED)" "$out/junit-spark.log"
 
-echo "== allreduce-perf --device gpu -g 2 at 64 MB"
-if [ "$ngpu" -ge 2 ]; then
-  timeout 180 "$java" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 -b 64M -e 64M -n 20 -w 5 -c 1 \
-    > "$out/allreduce-perf-64M.log" 2>&1
-  echo "exit $?"; grep -vE "^#\s*$" "$out/allreduce-perf-64M.log" | tail -8
-  # busbw of the out-of-place row (nccl-tests' column 8) against the in-task measurement.
-  perf=$(awk '$1 ~ /^[0-9]+$/ && $1 == 67108864 {print $8; exit}' "$out/allreduce-perf-64M.log")
-  task=$(grep -hE "^MEASURED executor-per-gpu device-memory 64MB rank 0" "$out/junit-spark.log" | sed -E 's/.*busbw ([0-9.]+).*/\1/')
-  [ -n "$perf" ] && [ -n "$task" ] && python3 -c "print('64 MB busbw: in the Spark task %s GB/s, allreduce-perf %s GB/s: %.2f' % ('$task', '$perf', $task / $perf))"
-else
-  echo "(needs 2 GPUs)"
+  echo "== allreduce-perf --device gpu -g 2 at 64 MB"
+  if [ "$ngpu" -ge 2 ]; then
+    timeout 180 "$java" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 -b 64M -e 64M -n 20 -w 5 -c 1 \
+      > "$out/allreduce-perf-64M.log" 2>&1
+    echo "exit $?"; grep -vE "^#\s*$" "$out/allreduce-perf-64M.log" | tail -8
+    # busbw of the out-of-place row (nccl-tests' column 8) against the in-task measurement.
+    perf=$(awk '$1 ~ /^[0-9]+$/ && $1 == 67108864 {print $8; exit}' "$out/allreduce-perf-64M.log")
+    task=$(grep -hE "^MEASURED executor-per-gpu device-memory 64MB rank 0" "$out/junit-spark.log" | sed -E 's/.*busbw ([0-9.]+).*/\1/')
+    [ -n "$perf" ] && [ -n "$task" ] && python3 -c "print('64 MB busbw: in the Spark task %s GB/s, allreduce-perf %s GB/s: %.2f' % ('$task', '$perf', $task / $perf))"
+  else
+    echo "(needs 2 GPUs)"
+  fi
+
+  echo "== TrainJob as bin/train runs it (embedded local Spark, $ngpu ranks)"
+  timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks "$ngpu" --steps 200 \
+    > "$out/train.log" 2>&1
+  echo "exit $?"; grep -E "TrainJob|trained steps|on GPU|on the CPU|refus" "$out/train.log" | head -8
+  echo "== bin/train with more ranks than GPUs ($((ngpu + 1)))"
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks $((ngpu + 1)) --steps 20 \
+    > "$out/train-too-many.log" 2>&1
+  echo "exit $? (must not be 0)"; grep -iE "GPU|Exception" "$out/train-too-many.log" | head -4
+
 fi
 
-echo "== TrainJob as bin/train runs it (embedded local Spark, $ngpu ranks)"
-timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks "$ngpu" --steps 200 \
-  > "$out/train.log" 2>&1
-echo "exit $?"; grep -E "TrainJob|trained steps|on GPU|on the CPU|refus" "$out/train.log" | head -8
-echo "== bin/train with more ranks than GPUs ($((ngpu + 1)))"
-timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks $((ngpu + 1)) --steps 20 \
-  > "$out/train-too-many.log" 2>&1
-echo "exit $? (must not be 0)"; grep -iE "GPU|Exception" "$out/train-too-many.log" | head -4
+echo "== spark-submit of the application jar to a standalone cluster (Master, Worker, GPUs from getGpusResources.sh)"
+standalone() {
+  local home=/tmp/spark-standalone conf=/tmp/spark-standalone/worker.conf ranks task_gpus=1 shared=false
+  rm -rf "$home"; mkdir -p "$home/jars" "$home/work"
+  # Spark's jars only: what the application jar carries (sparkccl, Agrona, picocli, JNA, JCuda) stays out.
+  for j in "$b"/jars/*.jar; do
+    case "$(basename "$j")" in agrona-*|picocli-*|jna-*|jcuda-*|junit-platform-console-*) ;; *) ln -s "$j" "$home/jars/" ;; esac
+  done
+  ranks=$ngpu
+  if [ "$ngpu" -lt 2 ]; then ranks=2; task_gpus=0.5; shared=true; fi
+  printf 'spark.worker.resource.gpu.amount %s\nspark.worker.resource.gpu.discoveryScript %s\n' "$ngpu" \
+    "$PWD/scripts/getGpusResources.sh" > "$conf"
+  local scp="$home/jars/*"
+  SPARK_HOME=$home "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
+    --port 7077 --webui-port 18080 > "$out/standalone-master.log" 2>&1 &
+  local master=$!
+  SPARK_HOME=$home "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 \
+    --host 127.0.0.1 --cores "$ranks" --memory 16g --work-dir "$home/work" --properties-file "$conf" \
+    > "$out/standalone-worker.log" 2>&1 &
+  local worker=$!
+  for _ in $(seq 60); do grep -q "Successfully registered with master" "$out/standalone-worker.log" && break; sleep 1; done
+  SPARK_HOME=$home timeout 240 "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.SparkSubmit \
+    --master spark://127.0.0.1:7077 --class org.sparkccl.spark.TrainJob \
+    --conf spark.plugins=org.sparkccl.spark.SparkCclPlugin \
+    --conf spark.executor.resource.gpu.amount="$ngpu" \
+    --conf spark.executor.resource.gpu.discoveryScript="$PWD/scripts/getGpusResources.sh" \
+    --conf spark.task.resource.gpu.amount=$task_gpus --conf spark.sparkccl.allowSharedGpu=$shared \
+    --conf spark.executor.cores="$ranks" --conf spark.driver.host=127.0.0.1 \
+    --conf spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s \
+    .device/spark/submit/sparkccl-spark-app-*.jar --ranks "$ranks" --steps 200 --log-every 50 \
+    > "$out/standalone-driver.log" 2>&1
+  echo "spark-submit exit $?"
+  grep -E "trained steps|TrainJob:" "$out/standalone-driver.log" | head -3
+  grep -hE "training steps run|ready on" "$home"/work/app-*/*/stdout "$home"/work/app-*/*/stderr 2>/dev/null | head -4
+  kill "$worker" "$master" 2>/dev/null; wait "$worker" "$master" 2>/dev/null
+  pkill -f CoarseGrainedExecutorBackend 2>/dev/null
+  cp -r "$home/work" "$out/standalone-work" 2>/dev/null
+}
+standalone
 
 if [ "$what" = all ]; then
   junit ipc "$app/ipc-test-classes"
