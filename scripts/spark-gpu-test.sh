@@ -13,7 +13,7 @@
 #   5. with "all": ipc's gpu-tagged tests too.
 # Every JVM gets exactly Spark's options (scripts/spark-jvm-options) and nothing of ours.
 # Logs under $OUT (or ./gpu-out); a short summary is printed last.
-# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone]   (standalone: step 4 only)
+# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone|ipc]   (standalone: step 4 only; ipc: step 5 only)
 set -uo pipefail
 what=${1:-spark}
 out=${OUT:-$PWD/gpu-out}
@@ -49,7 +49,7 @@ junit() { # label, class-path folder to scan, extra args...
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit-$label.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 }
 
-if [ "$what" != standalone ]; then
+if [ "$what" = spark ] || [ "$what" = all ]; then
   junit spark "$app/spark-plugin-test-classes"
   grep -hE "^(LAYOUT|MEASURED)" "$out/junit-spark.log"
 
@@ -77,7 +77,6 @@ if [ "$what" != standalone ]; then
 
 fi
 
-echo "== spark-submit of the application jar to a standalone cluster (Master, Worker, GPUs from getGpusResources.sh)"
 standalone() {
   local home=/tmp/spark-standalone conf=/tmp/spark-standalone/worker.conf ranks task_gpus=1 shared=false
   rm -rf "$home"; mkdir -p "$home/jars" "$home/work"
@@ -115,8 +114,11 @@ standalone() {
   pkill -f CoarseGrainedExecutorBackend 2>/dev/null
   cp -r "$home/work" "$out/standalone-work" 2>/dev/null
 }
-standalone
+if [ "$what" != ipc ]; then
+  echo "== spark-submit of the application jar to a standalone cluster (Master, Worker, GPUs from getGpusResources.sh)"
+  standalone
+fi
 
-if [ "$what" = all ]; then
+if [ "$what" = all ] || [ "$what" = ipc ]; then
   junit ipc "$app/ipc-test-classes"
 fi

@@ -33,6 +33,7 @@ import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
+import org.sparkccl.ipc.cuda.CudaException;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.KernelModule;
@@ -94,6 +95,8 @@ public final class GpuCommunicator implements Communicator {
     private GpuTuner tuner;
     private RankInfo[] infos;
     private GpuWindow.Host hostWindowToUnlink;
+    /** Host windows live in /dev/shm; what a dead peer left there is removed through this. */
+    private ShmTransport shm;
     private DeviceBuffer devComm;
     private DeviceBuffer channelState;
     private DeviceBuffer barrierBuffer;
@@ -138,6 +141,7 @@ public final class GpuCommunicator implements Communicator {
             comm.connect(bootstrap);
             return comm;
         } catch (RuntimeException e) {
+            comm.cleanUpAfterDeadPeers(); // a peer that died while connecting may have left a window in /dev/shm
             comm.close();
             throw e;
         } finally {
@@ -185,6 +189,7 @@ public final class GpuCommunicator implements Communicator {
             deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
         }
         ShmTransport shm = own(new ShmTransport(params, log));
+        this.shm = shm;
         GpuWindow.Host hostWindow = null;
         if (size > 1 && shm.unavailableReason() == null) {
             hostWindow = own(new GpuWindow.Host(shm, device, hostLayout.totalBytes(), owner));
@@ -560,6 +565,10 @@ public final class GpuCommunicator implements Communicator {
         lastLaunchNanos = System.nanoTime() - launchStart;
         try {
             waitForKernel(header, viaResident);
+        } catch (CudaException e) {
+            if (gateFailure == null) {
+                throw failedCuda(header, e);
+            }
         } catch (CclException e) {
             if (gateFailure == null) {
                 throw e;
@@ -669,6 +678,45 @@ public final class GpuCommunicator implements Communicator {
         throw fail(header, code, deadPeer);
     }
 
+    private void cleanUpAfterDeadPeers() {
+        if (infos == null) {
+            return; // the ranks never met: their segment names are not known here (the stale scan removes them)
+        }
+        long me = HostIdentity.pid();
+        for (int r = 0; r < size; r++) {
+            if (infos[r] != null && infos[r].pid() != me && !HostIdentity.isAlive(infos[r].pid())) {
+                cleanUpAfter(r);
+            }
+        }
+    }
+
+    /** Removes what dead rank {@code peer} left in /dev/shm (a window it had not unlinked yet). */
+    private void cleanUpAfter(int peer) {
+        if (shm != null) {
+            shm.cleanUpAfter(infos[peer].pid());
+        }
+    }
+
+    /**
+     * A CUDA call that failed while this rank waited for its kernel. A peer that dies takes its device
+     * memory with it, and a kernel still reading that memory through CUDA IPC stops with an illegal
+     * address: then the error names the dead peer (and says that this process's CUDA context, which
+     * such an error breaks for good, goes with it).
+     */
+    private CclException failedCuda(CollectiveHeader header, CudaException cuda) {
+        int dead = deadPeer();
+        if (dead < 0) {
+            return cuda;
+        }
+        cleanUpAfter(dead);
+        String message = "rank " + rank + " on " + device.where() + ": " + header.describe() + " failed: rank " + dead
+                + " (pid " + infos[dead].pid() + ") died, and the GPU memory this rank's kernel was reading from it went"
+                + " with it (" + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
+                + " context after such an error: the process must be restarted (in Spark, the executor)";
+        brokenBy = message;
+        return new PeerFailedException(dead, message, cuda);
+    }
+
     private int deadPeer() {
         long me = HostIdentity.pid();
         for (int r = 0; r < size; r++) {
@@ -684,6 +732,7 @@ public final class GpuCommunicator implements Communicator {
         String what = "rank " + rank + " on " + device.where() + ": " + header.describe();
         CclException e;
         if (deadPeer >= 0) {
+            cleanUpAfter(deadPeer);
             e = new PeerFailedException(deadPeer, what + " failed: rank " + deadPeer + " (pid " + infos[deadPeer].pid()
                     + ") died; this communicator is unusable: every rank must start again with a new one");
         } else if (code == DevCommLayout.CODE_MISMATCH) {

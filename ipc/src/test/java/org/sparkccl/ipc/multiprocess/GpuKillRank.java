@@ -1,0 +1,87 @@
+package org.sparkccl.ipc.multiprocess;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Random;
+import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.cuda.CudaDevice;
+import org.sparkccl.ipc.cuda.DeviceBuffer;
+import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.gpu.GpuCommunicator;
+import org.sparkccl.ipc.gpu.GpuCommunicators;
+import org.sparkccl.ipc.launch.LaunchedRank;
+
+/**
+ * One rank of {@link GpuKillTrialsTest}. Every rank all-reduces in a loop, through sizes that take
+ * the one-shot, LL and Simple paths, until it fails. The victim (the last rank) SIGKILLs itself from
+ * a second thread, after a delay drawn from the trial's seed and counted from the moment the ranks
+ * have met (a rank that dies before it ever connects cannot be told from a slow one): in the
+ * connect or in a collective, at a point nobody chooses. A survivor prints {@code SURVIVOR <ms>
+ * <message>} (from its last successful call, or from the meeting, to its error), closes its
+ * communicator and prints
+ * {@code GPUMEM <bytes in use before> <after>}. Args: {@code seed}.
+ */
+public final class GpuKillRank {
+    private static final long[] COUNTS = {7, 4099, 262_147, 4_194_307};
+
+    private GpuKillRank() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        LaunchedRank me = LaunchedRank.fromEnvironment();
+        long seed = Long.parseLong(args[0]);
+        boolean victim = me.rank() == me.size() - 1;
+        int ordinal = me.rank() % GpuSupport.deviceCount();
+        CudaDevice device = CudaDevice.get(ordinal);
+        long usedBefore = device.usedBytes();
+        long start = System.nanoTime();
+        long calls = 0;
+        try (Bootstrap bootstrap = me.bootstrap(Duration.ofSeconds(60))) {
+            if (victim) {
+                killItselfLater(new Random(seed).nextInt(2500));
+            }
+            start = System.nanoTime();
+            try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, ordinal, Params.fromEnvironment());
+                 DeviceBuffer buffer = DeviceBuffer.allocate(device, COUNTS[COUNTS.length - 1] * 4, "kill trial")) {
+                buffer.fill((byte) 0x3f, comm.stream());
+                while (true) {
+                    long count = COUNTS[(int) (calls++ % COUNTS.length)];
+                    comm.allReduce(buffer.address(), buffer.address(), count, DataType.FLOAT32, ReduceOp.MAX);
+                    start = System.nanoTime();
+                }
+            }
+        } catch (RuntimeException e) {
+            System.out.println("SURVIVOR " + (System.nanoTime() - start) / 1_000_000 + " after " + calls + " calls: "
+                    + e.getMessage());
+        }
+        sleep(1000); // the victim's context is torn down by the driver after its death
+        System.out.println("GPUMEM " + usedBefore + " " + device.usedBytes());
+    }
+
+    /** SIGKILL of this process from another thread, after the communicator's bootstrap is up. */
+    private static void killItselfLater(long delayMs) {
+        Thread killer = new Thread(() -> {
+            sleep(delayMs);
+            System.out.println("KILL after " + delayMs + " ms");
+            System.out.flush();
+            try {
+                new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            } catch (IOException | InterruptedException e) {
+                Runtime.getRuntime().halt(3);
+            }
+        }, "killer");
+        killer.setDaemon(true);
+        killer.start();
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
