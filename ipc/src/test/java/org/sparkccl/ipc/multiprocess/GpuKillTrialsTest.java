@@ -22,8 +22,9 @@ import org.sparkccl.ipc.launch.RankLauncher;
 /**
  * SIGKILL of a GPU rank at a random point (bootstrap, connect, one-shot, LL or Simple all-reduce;
  * {@link GpuKillRank}), {@code sparkccl.killTrials} times (20 by default): the survivor throws within
- * 10 s naming the dead rank, nothing of either process is left in /dev/shm, and the GPU memory in
- * use returns to where it was before the survivor started. Two ranks: on two GPUs where there are
+ * 10 s naming the dead rank, nothing of either process is left in /dev/shm (but for a rank that died
+ * inside the bootstrap, whose segment names nobody learnt), and the GPU memory in use returns to
+ * where it was before the survivor started. Two ranks: on two GPUs where there are
  * two, else both on one.
  */
 @Tag("gpu")
@@ -72,7 +73,10 @@ class GpuKillTrialsTest {
                 failures.add(what + "GPU memory in use grew from " + m.group(1) + " to " + m.group(2) + " bytes");
             }
             List<String> left = DevShm.leftoversOf(result);
-            if (!left.isEmpty()) {
+            // A rank that dies inside the bootstrap dies before anyone learnt its segments' names: no
+            // survivor can remove them; ShmTransport's stale scan does, on that host, once they are old.
+            boolean diedBeforeMeeting = s.group(2).contains("TcpBootstrap");
+            if (!left.isEmpty() && !diedBeforeMeeting) {
                 failures.add(what + "left in /dev/shm: " + left);
             }
         }
