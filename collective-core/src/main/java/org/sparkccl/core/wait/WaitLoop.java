@@ -92,12 +92,15 @@ public final class WaitLoop {
         }
         if (now - nextFailureCheckNs > 0) {
             nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+            // The peer checks' errors name the collective too: a survivor's message must say which call
+            // the dead rank broke. Built at most every 50 ms, and only in a wait that lasts that long.
+            String what = String.valueOf(collective).isEmpty() ? waitingFor : waitingFor + " in " + collective;
             if (cancelled.getAsBoolean()) {
-                failureCheck.checkDeadPeers(peer, step, waitingFor);
+                failureCheck.checkDeadPeers(peer, step, what);
                 throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
                         + waitingFor + " from rank " + peer + " at step " + step);
             }
-            failureCheck.check(peer, step, waitingFor);
+            failureCheck.check(peer, step, what);
             if (collectiveCheck != null) {
                 collectiveCheck.check(peer, step, waitingFor);
             }

@@ -11,12 +11,12 @@ import java.util.stream.Stream;
 import org.sparkccl.ipc.launch.LaunchResult;
 
 /** What a launch left in /dev/shm: segments are named {@code sparkccl-<pid>-<random>} after their creator. */
-final class DevShm {
+public final class DevShm {
     private DevShm() {
     }
 
     /** Names of the sparkccl segments created by the launch's ranks that still exist (other jobs' are ignored). */
-    static List<String> leftoversOf(LaunchResult result) {
+    public static List<String> leftoversOf(LaunchResult result) {
         Path dir = Paths.get("/dev/shm");
         if (!Files.isDirectory(dir)) {
             return List.of();
