@@ -477,11 +477,27 @@ public final class HostCommunicator implements Communicator {
     /** Reads the peers' shared buffers in place: see {@link DirectAllReduce}. */
     private void runDirect(long send, int sendReg, long recv, int recvReg, long count, DataType type, ReduceOp op) {
         CollectiveHeader mine = startAllReduce(Algorithm.DIRECT, Protocol.SIMPLE, count, type, op);
+        boolean sendInUse = false;
+        boolean recvInUse = false;
         try {
+            // Held until the call returns, so that another thread cannot unmap the buffers under it.
+            registry.startUse(sendReg, mine);
+            sendInUse = true;
+            if (recvReg != sendReg) {
+                registry.startUse(recvReg, mine);
+                recvInUse = true;
+            }
             direct.allReduce(mine, send, sendReg, recv, recvReg);
         } catch (RuntimeException e) {
             abort(e);
             throw e;
+        } finally {
+            if (sendInUse) {
+                registry.endUse(sendReg);
+            }
+            if (recvInUse) {
+                registry.endUse(recvReg);
+            }
         }
     }
 
