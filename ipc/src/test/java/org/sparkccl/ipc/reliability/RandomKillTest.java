@@ -90,9 +90,13 @@ class RandomKillTest {
         return worst;
     }
 
-    /** The message says which call failed: a collective, or the bootstrap exchange that builds the communicator. */
+    /**
+     * The message says which call failed: a collective, the bootstrap exchange, or the building of
+     * the communicator (e.g. "waited for peers to open this rank's memory in communicator init").
+     */
     private static boolean namesTheCall(String message) {
-        return message.contains("allReduce") || message.contains("allGather") || message.contains("barrier");
+        return message.contains("allReduce") || message.contains("allGather") || message.contains("barrier")
+                || message.contains("communicator init");
     }
 
     private static String find(Map<Integer, List<String>> lines, int rank, String prefix, String what) {
