@@ -36,4 +36,15 @@ public final class DevShm {
             throw new UncheckedIOException(e);
         }
     }
+
+    /** Deletes the named segments (of processes known dead), as a later process's stale scan would. */
+    public static void remove(List<String> names) {
+        for (String name : names) {
+            try {
+                Files.deleteIfExists(Paths.get("/dev/shm", name));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
 }

@@ -27,13 +27,13 @@ class RandomKillTest {
 
     @Test
     void randomKillsAreReportedByEverySurvivor() {
-        trials(Soak.KILL_TRIALS_CI, 2, 3);
+        trials(10, 2, 3);
     }
 
     @Test
     @Tag("soak")
     void randomKillsAreReportedByEverySurvivorSoak() {
-        trials(Soak.KILL_TRIALS_SOAK, 2, 4);
+        trials(100, 2, 4);
     }
 
     private static void trials(int trials, int minRanks, int maxRanks) {
@@ -70,6 +70,7 @@ class RandomKillTest {
         assertTrue(result.failure().contains("killed by signal 9 (SIGKILL)"), what + ": " + result.failure());
         long killedAt = Long.parseLong(find(lines, victim, "KILLING ", what).split(" ")[1]);
         long worst = 0;
+        boolean everySurvivorFailedInTheBootstrap = true;
         for (int r = 0; r < n; r++) {
             if (r == victim) {
                 continue;
@@ -79,6 +80,7 @@ class RandomKillTest {
             long latency = Long.parseLong(parts[1]) - killedAt;
             worst = Math.max(worst, latency);
             String message = parts[4];
+            everySurvivorFailedInTheBootstrap &= message.contains("TcpBootstrap");
             System.out.println(what + ": rank " + r + " after " + latency + " ms in " + parts[3] + ": " + message);
             assertTrue(message.contains("rank " + victim), what + ": rank " + r + " does not name rank " + victim
                     + ": " + caught);
@@ -86,7 +88,19 @@ class RandomKillTest {
             assertTrue(latency < DETECTION_BOUND_MS, what + ": rank " + r + " took " + latency + " ms to notice");
             assertEquals(0, result.exitCode(r), what + ": rank " + r + " exit code");
         }
-        assertEquals(List.of(), DevShm.leftoversOf(result), what + ": left in /dev/shm");
+        List<String> left = DevShm.leftoversOf(result);
+        if (!left.isEmpty() && everySurvivorFailedInTheBootstrap) {
+            // Known gap (docs/reliability.md): a rank killed after creating its segment but before the
+            // one exchange that tells its peers its pid leaves the segment; no survivor can know whose it
+            // is, and only the stale scan of a later process (after ShmTransport.STALE_AFTER) removes it.
+            // It must be the victim's, never a survivor's.
+            String victims = "sparkccl-" + result.pid(victim) + "-";
+            assertTrue(left.stream().allMatch(name -> name.startsWith(victims)), what + ": left in /dev/shm: " + left);
+            System.out.println(what + ": the victim died before the exchange and left " + left + "; removed by the test");
+            DevShm.remove(left);
+            left = DevShm.leftoversOf(result);
+        }
+        assertEquals(List.of(), left, what + ": left in /dev/shm");
         return worst;
     }
 
