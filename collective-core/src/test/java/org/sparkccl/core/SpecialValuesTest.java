@@ -16,8 +16,8 @@ import org.sparkccl.core.reduce.HalfFloats;
 /**
  * NaN and infinities in all-reduce inputs come out as IEEE 754 says (NaN in, NaN out; +Inf + -Inf
  * and Inf * 0 are NaN; min and max propagate NaN, as IEEE 754-2019's minimum and maximum do), in
- * every floating type and op, on every algorithm, among random finite values that must still match
- * the float64 reference.
+ * every floating type and op, on every algorithm (ring LL and Simple, one-shot, direct), among random
+ * finite values that must still match the float64 reference.
  */
 class SpecialValuesTest {
     private static final int RANKS = 3;
@@ -28,30 +28,33 @@ class SpecialValuesTest {
     private static final int CASES = 6;
 
     @ParameterizedTest(name = "algo {0}, proto {1}")
-    @CsvSource({"Ring, LL", "Ring, Simple", "OneShot, LL"})
+    @CsvSource({"Ring, LL", "Ring, Simple", "OneShot, LL", "Direct, auto"})
     void specialValuesPropagateAsIeee754Says(String algo, String proto) throws Exception {
         Params params = Params.defaults().withOverrides(Map.of("SPARKCCL_ALGO", algo, "SPARKCCL_PROTO", proto));
         List<String> wrong = Collections.synchronizedList(new ArrayList<>());
         ThreadRanks.run(RANKS, params, comm -> {
-            try (HostStagingBuffer buffer = new HostStagingBuffer(8L * COUNT)) {
+            // Direct reads the peers' buffers in place: it needs buffers from allocateShared.
+            try (SharedBuffer shared = algo.equals("Direct") ? comm.allocateShared(8L * COUNT) : null;
+                 HostStagingBuffer staging = new HostStagingBuffer(8L * COUNT)) {
+                long base = shared != null ? shared.address() : staging.address();
                 for (DataType type : new DataType[] {DataType.FLOAT32, DataType.FLOAT64, DataType.FLOAT16,
                         DataType.BFLOAT16}) {
                     for (ReduceOp op : ReduceOp.values()) {
                         ReferenceCheck inputs = new ReferenceCheck(type, op, RANKS, 7);
                         double[][] all = new double[RANKS][COUNT];
                         for (int r = 0; r < RANKS; r++) {
-                            inputs.fillInput(r, buffer.address(), 0, COUNT);
+                            inputs.fillInput(r, base, 0, COUNT);
                             for (int i = 0; i < COUNT; i++) {
-                                all[r][i] = special(i, r, get(type, buffer.address(), i));
+                                all[r][i] = special(i, r, get(type, base, i));
                             }
                         }
                         for (int i = 0; i < COUNT; i++) {
-                            put(type, buffer.address(), i, all[comm.rank()][i]);
+                            put(type, base, i, all[comm.rank()][i]);
                         }
-                        comm.allReduce(buffer.address(), buffer.address(), COUNT, type, op);
+                        comm.allReduce(base, base, COUNT, type, op);
                         for (int i = 0; i < COUNT; i++) {
                             double want = fold(op, all, i);
-                            double got = get(type, buffer.address(), i);
+                            double got = get(type, base, i);
                             if (!matches(got, want, op, all, i)) {
                                 wrong.add("rank " + comm.rank() + " " + type + " " + op + " element " + i + ": inputs "
                                         + inputsOf(all, i) + " gave " + got + ", want " + want);
