@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -53,6 +54,8 @@ public final class HostCommunicator implements Communicator {
     static final String ENTRY_TRANSPORT = "host.transport";
     static final String ENTRY_REGION = "host.region";
     static final String ENTRY_LAYOUT = "host.layout";
+    /** Sent instead of a region by a rank that could not create its memory: why. */
+    static final String ENTRY_ERROR = "host.error";
     private static final long CHANNEL_ALIGN_BYTES = 64;
     /** Busy-wait polls before yielding when ranks outnumber cores: see {@link #spinsBeforeYield}. */
     static final int OVERSUBSCRIBED_SPINS = 20;
@@ -144,8 +147,18 @@ public final class HostCommunicator implements Communicator {
         RankInfo me = RankInfo.local(rank, size);
         MemoryTransport exposing = size > 1 || transports.stream().anyMatch(t -> t.unavailableReason() == null)
                 ? chooseExposingTransport(transports) : null;
+        RuntimeException exposeFailure = null;
         if (size > 1) {
-            own = exposing.expose(layout.totalBytes(), "rank " + rank);
+            try {
+                own = exposing.expose(layout.totalBytes(), "rank " + rank);
+            } catch (RuntimeException e) {
+                // Still take part in the exchange, with the error instead of a region: the other ranks
+                // then fail at once naming this rank, instead of waiting for it until the bootstrap times out.
+                exposeFailure = e;
+                me = me.withEntry(ENTRY_ERROR, String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8));
+            }
+        }
+        if (size > 1 && exposeFailure == null) {
             AtomicBuffer control = own.buffer();
             control.putLong(SegmentLayout.MAGIC_OFFSET, SegmentLayout.MAGIC);
             control.putInt(SegmentLayout.VERSION_OFFSET, SegmentLayout.VERSION);
@@ -160,6 +173,9 @@ public final class HostCommunicator implements Communicator {
         }
 
         byte[][] gathered = bootstrap.allGather(me.encode());
+        if (exposeFailure != null) {
+            throw exposeFailure;
+        }
         if (size == 1 && exposing != null) {
             registry = new SharedBufferRegistry(rank, size, exposing, new MemoryTransport[] {exposing},
                     new RankInfo[] {me}, log);
@@ -171,6 +187,11 @@ public final class HostCommunicator implements Communicator {
         RankInfo[] infos = new RankInfo[size];
         for (int r = 0; r < size; r++) {
             infos[r] = RankInfo.decode(gathered[r], r, size);
+            byte[] theirError = infos[r].entry(ENTRY_ERROR);
+            if (theirError != null) {
+                throw new PeerFailedException(r, "rank " + rank + ": rank " + r + " could not create its shared memory,"
+                        + " so this communicator cannot be built: " + new String(theirError, StandardCharsets.UTF_8));
+            }
             byte[] theirLayout = infos[r].entry(ENTRY_LAYOUT);
             if (theirLayout == null || !java.util.Arrays.equals(theirLayout, encodeLayout(layout))) {
                 throw new CclException("rank " + rank + ": rank " + r + " uses different buffers or channel count than this"
@@ -477,11 +498,27 @@ public final class HostCommunicator implements Communicator {
     /** Reads the peers' shared buffers in place: see {@link DirectAllReduce}. */
     private void runDirect(long send, int sendReg, long recv, int recvReg, long count, DataType type, ReduceOp op) {
         CollectiveHeader mine = startAllReduce(Algorithm.DIRECT, Protocol.SIMPLE, count, type, op);
+        boolean sendInUse = false;
+        boolean recvInUse = false;
         try {
+            // Held until the call returns, so that another thread cannot unmap the buffers under it.
+            registry.startUse(sendReg, mine);
+            sendInUse = true;
+            if (recvReg != sendReg) {
+                registry.startUse(recvReg, mine);
+                recvInUse = true;
+            }
             direct.allReduce(mine, send, sendReg, recv, recvReg);
         } catch (RuntimeException e) {
             abort(e);
             throw e;
+        } finally {
+            if (sendInUse) {
+                registry.endUse(sendReg);
+            }
+            if (recvInUse) {
+                registry.endUse(recvReg);
+            }
         }
     }
 

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -42,6 +43,7 @@ public final class TcpBootstrap implements Bootstrap {
     private static final int MAGIC = 0x53434254;
     private static final int VERSION = 1;
     private static final int MAX_FRAME_BYTES = 1 << 30;
+    private static final int FRAME_CHUNK_BYTES = 64 << 10;
     private static final byte KIND_ALL_GATHER = 1;
     private static final byte KIND_BARRIER = 2;
     private static final byte STATUS_OK = 0;
@@ -277,8 +279,20 @@ public final class TcpBootstrap implements Bootstrap {
         if (length < 0 || length > MAX_FRAME_BYTES) {
             throw new IOException("damaged frame: length " + length);
         }
-        byte[] data = new byte[length];
-        in.readFully(data);
+        // Grown as the bytes arrive rather than allocated from the length alone: a damaged or hostile
+        // length (up to 1 GiB) then costs only what was really sent before EOF or the deadline.
+        byte[] data = new byte[Math.min(length, FRAME_CHUNK_BYTES)];
+        int have = 0;
+        while (have < length) {
+            if (have == data.length) {
+                data = Arrays.copyOf(data, (int) Math.min(length, 2L * data.length));
+            }
+            int n = in.read(data, have, data.length - have);
+            if (n < 0) {
+                throw new EOFException("frame of " + length + " bytes ended after " + have);
+            }
+            have += n;
+        }
         return data;
     }
 

@@ -1,5 +1,6 @@
 package org.sparkccl.core.direct;
 
+import org.sparkccl.core.CclException;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.transport.SharedRegion;
 
@@ -18,6 +19,12 @@ final class RegisteredBuffer implements SharedBuffer {
     private final int rank;
     private final Runnable onClose;
     private boolean closed;
+    /**
+     * Direct all-reduces running on this buffer now, and the latest of them: close() refuses while
+     * one runs, since unmapping under it would crash the JVM (SIGSEGV) instead of failing the call.
+     */
+    private int users;
+    private Object usedBy;
 
     RegisteredBuffer(int registration, int rank, SharedRegion[] regions, Runnable onClose) {
         this.registration = registration;
@@ -60,10 +67,28 @@ final class RegisteredBuffer implements SharedBuffer {
         return closed;
     }
 
+    /** A collective starts reading or writing this buffer; it must call {@link #endUse} after. */
+    synchronized void startUse(Object call) {
+        if (closed) {
+            throw new CclException("rank " + rank + ": " + call + " uses " + this + ", which another thread closed"
+                    + " just now; close shared buffers only after the collectives on them have returned");
+        }
+        users++;
+        usedBy = call;
+    }
+
+    synchronized void endUse() {
+        users--;
+    }
+
     @Override
     public synchronized void close() {
         if (closed) {
             return;
+        }
+        if (users > 0) {
+            throw new CclException("rank " + rank + ": cannot close " + this + " while " + usedBy + " uses it on"
+                    + " another thread; it stays open: close it after that call returns");
         }
         closed = true;
         RuntimeException first = null;

@@ -145,6 +145,15 @@ public final class SharedBufferRegistry {
         return -1;
     }
 
+    /** {@code call} runs on buffer {@code registration} until {@link #endUse}: the buffer cannot be closed meanwhile. */
+    public void startUse(int registration, Object call) {
+        buffers.get(registration).startUse(call);
+    }
+
+    public void endUse(int registration) {
+        buffers.get(registration).endUse();
+    }
+
     /** Start of this rank's buffer of {@code registration} (which {@link #find} returned). */
     public long base(int registration) {
         return buffers.get(registration).address();

@@ -44,7 +44,7 @@ public final class PeerMonitor implements FailureCheck {
             if (state == SegmentLayout.STATE_ABORTED) {
                 int origin = control.getIntVolatile(SegmentLayout.ABORT_RANK_OFFSET);
                 throw new PeerFailedException(origin, "rank " + rank + ": rank " + p + " aborted while this rank waited for "
-                        + waitingFor + " from rank " + awaitedPeer + " at step " + step + ": " + readMessage(control));
+                        + waitingFor + WaitLoop.fromPeer(awaitedPeer) + " at step " + step + ": " + readMessage(control));
             }
             if (state == SegmentLayout.STATE_CLOSED) {
                 if (p == awaitedPeer) {
@@ -72,7 +72,7 @@ public final class PeerMonitor implements FailureCheck {
         if (pid != myPid && !HostIdentity.isAlive(pid)) {
             onDeadProcess.accept(pid);
             throw new PeerFailedException(p, "rank " + rank + ": rank " + p + " (pid " + pid + ") died while this rank "
-                    + "waited for " + waitingFor + " from rank " + awaitedPeer + " at step " + step
+                    + "waited for " + waitingFor + WaitLoop.fromPeer(awaitedPeer) + " at step " + step
                     + "; this communicator is unusable: every rank must start again with a new one");
         }
     }

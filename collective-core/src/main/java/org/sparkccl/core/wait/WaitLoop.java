@@ -82,25 +82,33 @@ public final class WaitLoop {
         }
         if (now - deadlineNs > 0) {
             throw new CclTimeoutException("rank " + rank + ": " + collective + " timed out after "
-                    + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms waiting for " + waitingFor + " from rank " + peer
+                    + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms waiting for " + waitingFor + fromPeer(peer)
                     + " at step " + step + "; a rank may be stuck or may have skipped this collective"
                     + " (raise SPARKCCL_TIMEOUT_MS if the ranks are just slow)");
         }
         if (Thread.currentThread().isInterrupted()) {
             throw new CclException("rank " + rank + ": " + collective + " interrupted while waiting for " + waitingFor
-                    + " from rank " + peer + " at step " + step);
+                    + fromPeer(peer) + " at step " + step);
         }
         if (now - nextFailureCheckNs > 0) {
             nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
+            // The peer checks' errors name the collective too: a survivor's message must say which call
+            // the dead rank broke. Built at most every 50 ms, and only in a wait that lasts that long.
+            String what = String.valueOf(collective).isEmpty() ? waitingFor : waitingFor + " in " + collective;
             if (cancelled.getAsBoolean()) {
-                failureCheck.checkDeadPeers(peer, step, waitingFor);
+                failureCheck.checkDeadPeers(peer, step, what);
                 throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
-                        + waitingFor + " from rank " + peer + " at step " + step);
+                        + waitingFor + fromPeer(peer) + " at step " + step);
             }
-            failureCheck.check(peer, step, waitingFor);
+            failureCheck.check(peer, step, what);
             if (collectiveCheck != null) {
                 collectiveCheck.check(peer, step, waitingFor);
             }
         }
+    }
+
+    /** " from rank N" for a wait on one peer; nothing for a wait on all of them (peer -1, e.g. in communicator init). */
+    static String fromPeer(int peer) {
+        return peer < 0 ? "" : " from rank " + peer;
     }
 }

@@ -7,6 +7,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.zip.CRC32C;
 
 /**
  * What a peer needs to open one of this rank's GPU windows: fixed size ({@link #BYTES}), versioned,
@@ -23,15 +24,18 @@ import java.util.HexFormat;
  * 108  byte[16] secret (also written in the window at SECRET_OFFSET: the opener checks it there)
  * 124  byte[64] CUDA IPC handle of the allocation (device windows)
  * 188  long  raw device address of the window (same-process peers)
- * 196  zero padding to 256
+ * 196  zero padding
+ * 252  int   CRC32C of bytes 0..251 (a damaged blob would otherwise open a wrong window)
+ * 256
  * </pre>
  */
 public final class GpuConnectBlob {
     public static final int BYTES = 256;
     public static final int MAGIC = 0x53434757; // "SCGW"
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     public static final int KIND_DEVICE = 1;
     public static final int KIND_HOST = 2;
+    private static final int CRC_OFFSET = BYTES - 4;
 
     public final int kind;
     public final int rank;
@@ -84,7 +88,14 @@ public final class GpuConnectBlob {
         b.put(hostHash).putLong(pid).put(deviceUuid);
         byte[] bus = Arrays.copyOf(pciBusId.getBytes(StandardCharsets.US_ASCII), 16);
         b.put(bus).putLong(offset).putLong(windowBytes).put(secret).put(ipcHandle).putLong(rawAddress);
+        b.putInt(CRC_OFFSET, crc(b.array()));
         return b.array();
+    }
+
+    private static int crc(byte[] blob) {
+        CRC32C crc = new CRC32C();
+        crc.update(blob, 0, CRC_OFFSET);
+        return (int) crc.getValue();
     }
 
     /**
@@ -108,6 +119,9 @@ public final class GpuConnectBlob {
         if (version != VERSION) {
             throw new IllegalArgumentException(from + " has version " + version + ", this rank " + VERSION
                     + ": use the same sparkccl jar on every executor");
+        }
+        if (b.getInt(CRC_OFFSET) != crc(data)) {
+            throw new IllegalArgumentException(from + " is damaged (checksum mismatch): it was altered in transit");
         }
         int kind = b.getInt();
         if (kind != KIND_DEVICE && kind != KIND_HOST) {

@@ -11,12 +11,12 @@ import java.util.stream.Stream;
 import org.sparkccl.ipc.launch.LaunchResult;
 
 /** What a launch left in /dev/shm: segments are named {@code sparkccl-<pid>-<random>} after their creator. */
-final class DevShm {
+public final class DevShm {
     private DevShm() {
     }
 
     /** Names of the sparkccl segments created by the launch's ranks that still exist (other jobs' are ignored). */
-    static List<String> leftoversOf(LaunchResult result) {
+    public static List<String> leftoversOf(LaunchResult result) {
         Path dir = Paths.get("/dev/shm");
         if (!Files.isDirectory(dir)) {
             return List.of();
@@ -34,6 +34,17 @@ final class DevShm {
                     .collect(Collectors.toList());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Deletes the named segments (of processes known dead), as a later process's stale scan would. */
+    public static void remove(List<String> names) {
+        for (String name : names) {
+            try {
+                Files.deleteIfExists(Paths.get("/dev/shm", name));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 }

@@ -1,0 +1,68 @@
+package org.sparkccl.ipc.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+import java.util.Random;
+import net.jqwik.api.Assume;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Tag;
+import net.jqwik.api.constraints.Size;
+
+/**
+ * Random and mutated GPU connect blobs are refused by {@link GpuConnectBlob#decode} with a message
+ * naming the rank whose blob it is, before anything is opened (no GPU needed: decoding is plain Java).
+ */
+class GpuConnectBlobFuzzTest {
+    private static final byte[] HOST = GpuConnectBlob.hostHash("host-a/boot-1");
+    private static final byte[] VALID = new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE, 2, 4, HOST, 1234,
+            new byte[16], "0000:19:00.0", 4096, 1 << 20, new byte[16], new byte[64], 0x7f0000001000L).encode();
+
+    @Property(tries = 1000)
+    void randomBlobsAreRefused(@ForAll @Size(max = 300) byte[] blob) {
+        assertRefused(blob);
+    }
+
+    @Property(tries = 1000)
+    void mutatedBlobsAreRefused(@ForAll long seed) {
+        assertRefused(mutated(seed));
+    }
+
+    @Property(tries = 10_000)
+    @Tag("soak")
+    void randomBlobsSoak(@ForAll @Size(max = 300) byte[] blob) {
+        assertRefused(blob);
+    }
+
+    @Property(tries = 10_000)
+    @Tag("soak")
+    void mutatedBlobsSoak(@ForAll long seed) {
+        assertRefused(mutated(seed));
+    }
+
+    private static void assertRefused(byte[] blob) {
+        Assume.that(!Arrays.equals(blob, VALID));
+        String message = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(blob, 2, 4, HOST))
+                .getMessage();
+        assertTrue(message.startsWith("the GPU connect blob of rank 2 "), message);
+    }
+
+    /** The valid blob cut short, lengthened, or with 1..4 bytes changed anywhere (padding included). */
+    private static byte[] mutated(long seed) {
+        Random random = new Random(seed);
+        byte[] blob = VALID.clone();
+        switch (random.nextInt(4)) {
+            case 0:
+                return Arrays.copyOf(blob, random.nextInt(blob.length));
+            case 1:
+                return Arrays.copyOf(blob, blob.length + 1 + random.nextInt(64));
+            default:
+                for (int i = 1 + random.nextInt(4); i > 0; i--) {
+                    blob[random.nextInt(blob.length)] ^= (byte) (1 + random.nextInt(255));
+                }
+                return blob;
+        }
+    }
+}
