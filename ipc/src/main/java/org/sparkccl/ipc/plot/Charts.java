@@ -1,6 +1,7 @@
 package org.sparkccl.ipc.plot;
 
 import java.awt.Color;
+import java.awt.geom.Ellipse2D;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -12,6 +13,7 @@ import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.axis.ValueAxis;
+import org.jfree.chart.plot.SeriesRenderingOrder;
 import org.jfree.chart.plot.XYPlot;
 import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
 import org.jfree.data.xy.XYSeriesCollection;
@@ -32,7 +34,12 @@ public final class Charts {
     public static JFreeChart lines(String title, String xLabel, boolean logX, String yLabel, boolean logY,
                                    XYSeriesCollection data) {
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        // Small dots, all alike: series differ by colour, and curves of a hundred points stay readable.
+        renderer.setAutoPopulateSeriesShape(false);
+        renderer.setDefaultShape(new Ellipse2D.Double(-2, -2, 4, 4));
         XYPlot plot = new XYPlot(data, axis(xLabel, logX), axis(yLabel, logY), renderer);
+        // Later series on top: a curve that continues another (a resumed run) is drawn over it.
+        plot.setSeriesRenderingOrder(SeriesRenderingOrder.FORWARD);
         plot.setBackgroundPaint(Color.WHITE);
         plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
         plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
