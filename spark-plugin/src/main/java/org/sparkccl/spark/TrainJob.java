@@ -43,6 +43,7 @@ import picocli.CommandLine.Option;
  *
  * <pre>
  *   bin/train --ranks 4                                  # embedded local Spark, bundled digits
+ *   bin/train --ranks 4 --reference --plot loss.png      # and the loss curves, against one process, as PNG
  *   spark-submit --class org.sparkccl.spark.TrainJob --jars picocli.jar spark-plugin.jar --data hdfs:///x.parquet
  * </pre>
  */
