@@ -1,8 +1,12 @@
 package org.sparkccl.spark;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.apache.arrow.memory.BufferAllocator;
@@ -13,9 +17,11 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.sparkccl.arrow.FeatureBatch;
 import org.sparkccl.core.Communicator;
+import org.sparkccl.ipc.plot.Charts;
 import org.sparkccl.spark.train.ComputePath;
 import org.sparkccl.spark.train.DataStats;
 import org.sparkccl.spark.train.Example;
+import org.sparkccl.spark.train.LossChart;
 import org.sparkccl.spark.train.ModelSpec;
 import org.sparkccl.spark.train.OptimizerSpec;
 import org.sparkccl.spark.train.PreparedData;
@@ -37,6 +43,7 @@ import picocli.CommandLine.Option;
  *
  * <pre>
  *   bin/train --ranks 4                                  # embedded local Spark, bundled digits
+ *   bin/train --ranks 4 --reference --plot loss.png      # and the loss curves, against one process, as PNG
  *   spark-submit --class org.sparkccl.spark.TrainJob --jars picocli.jar spark-plugin.jar --data hdfs:///x.parquet
  * </pre>
  */
@@ -85,6 +92,8 @@ public final class TrainJob implements Callable<Integer> {
     boolean resume;
     @Option(names = "--reference", description = "also train in this process alone and compare the loss curves")
     boolean reference;
+    @Option(names = "--plot", paramLabel = "FILE", description = "draw the loss curve (and the reference's, with --reference) into FILE as PNG")
+    Path plot;
     @Option(names = "--compute", defaultValue = "auto",
             description = "where ranks compute their steps: auto (the GPU where the task has one), cpu or gpu [${DEFAULT-VALUE}]")
     String compute;
@@ -94,7 +103,7 @@ public final class TrainJob implements Callable<Integer> {
     }
 
     @Override
-    public Integer call() {
+    public Integer call() throws IOException {
         boolean embedded = master == null && System.getProperty("spark.master") == null;
         SparkSession.Builder builder = SparkSession.builder().appName("sparkccl TrainJob");
         if (master != null || embedded) {
@@ -121,12 +130,19 @@ public final class TrainJob implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "trained steps %d..%d: last minibatch loss %.5f; whole training set: loss %.5f,"
                             + " accuracy %.4f; %.0f samples/s%n", result.firstStep(), config.steps(),
                     lastLoss(result), result.finalLoss(), result.accuracy(), result.samplesPerSecond());
+            Map<String, TrainResult> curves = new LinkedHashMap<>();
+            curves.put(ranks + " ranks", result);
             if (reference) {
                 TrainResult single = trainSingleProcess(prepared.collectAll(), stats, config);
                 double diff = maxRelativeDifference(result.losses(), single.losses());
                 System.out.printf(Locale.ROOT, "single-process reference: loss %.5f, accuracy %.4f; largest relative loss"
                         + " difference over %d steps: %.2e%n", single.finalLoss(), single.accuracy(),
                         single.losses().length, diff);
+                curves.put("single process (reference)", single);
+            }
+            if (plot != null) {
+                Charts.writePng(LossChart.of("sparkccl TrainJob: " + config.model(), curves), plot);
+                System.out.println("loss curve: " + plot);
             }
             prepared.release();
             return 0;

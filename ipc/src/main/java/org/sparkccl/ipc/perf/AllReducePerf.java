@@ -12,6 +12,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.agrona.UnsafeApi;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
@@ -31,6 +33,7 @@ import org.sparkccl.ipc.launch.CpuBinding;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.LaunchedRank;
 import org.sparkccl.ipc.launch.RankLauncher;
+import org.sparkccl.ipc.plot.Charts;
 import org.sparkccl.ipc.shm.ShmTransport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -175,6 +178,9 @@ public final class AllReducePerf implements Callable<Integer> {
 
     @Option(names = "--csv", paramLabel = "FILE", description = "also write the results to FILE as CSV (rank 0)")
     Path csv;
+    @Option(names = "--plot", paramLabel = "FILE",
+            description = "also draw busbw and time against size (log axes, a line per placement, type and op) into FILE as PNG (rank 0)")
+    Path plot;
 
     public static void main(String[] args) {
         // Ranks get the user's arguments plus the resolved --device; the last one given wins.
@@ -386,6 +392,8 @@ public final class AllReducePerf implements Callable<Integer> {
         int run(String devices) {
             try (PerfCsv csvOut = out != null && csv != null ? new PerfCsv(csv) : null) {
                 PerfTable table = new PerfTable(out != null ? out : nullStream());
+                XYSeriesCollection busBw = new XYSeriesCollection();
+                XYSeriesCollection time = new XYSeriesCollection();
                 if (out != null) {
                     printHeader(devices);
                     table.printColumnHeader();
@@ -404,10 +412,20 @@ public final class AllReducePerf implements Callable<Integer> {
                                 csvOut.row(bytes, count, type.ncclName(), reduceOp.ncclName(), -1, outOfPlace, inPlace,
                                         comm.size(), describeSettings());
                             }
+                            if (out != null && plot != null && bytes > 0) {
+                                String what = types.size() * ops.size() > 1 ? type.ncclName() + " " + reduceOp.ncclName() + ", " : "";
+                                point(busBw, what + "out-of-place", bytes, outOfPlace.busBw);
+                                point(busBw, what + "in-place", bytes, inPlace.busBw);
+                                point(time, what + "out-of-place", bytes, outOfPlace.timeUs);
+                                point(time, what + "in-place", bytes, inPlace.timeUs);
+                            }
                         }
                     }
                 }
                 table.printFooter();
+                if (out != null && plot != null) {
+                    writePlot(busBw, time);
+                }
                 if (table.failedMeasurements() > 0) {
                     if (out != null) {
                         System.err.println("allreduce-perf: " + table.failedMeasurements()
@@ -416,6 +434,30 @@ public final class AllReducePerf implements Callable<Integer> {
                     return 1;
                 }
                 return 0;
+            }
+        }
+
+        /** Adds a point to the named series, creating it the first time (log axes: values of 0 are left out). */
+        private void point(XYSeriesCollection data, String series, long bytes, double value) {
+            if (value <= 0) {
+                return;
+            }
+            int index = data.getSeriesIndex(series);
+            XYSeries s = index >= 0 ? data.getSeries(index) : new XYSeries(series, false, true);
+            if (index < 0) {
+                data.addSeries(s);
+            }
+            s.add(bytes, value);
+        }
+
+        private void writePlot(XYSeriesCollection busBw, XYSeriesCollection time) {
+            String title = "sparkccl all-reduce, " + comm.size() + " ranks, " + device + ", " + describeSettings();
+            try {
+                Charts.writePng(Charts.sizeSweep(title, busBw, time), plot);
+                out.println("# plot: " + plot);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException("cannot write the plot " + plot + ": " + e.getMessage()
+                        + "; check that its folder is writable", e);
             }
         }
 

@@ -58,9 +58,11 @@ class AllReducePerfTest {
     }
 
     @Test
-    void tableRowsForEverySizeWithCheckAndCsv(@TempDir Path dir) throws IOException {
+    void tableRowsForEverySizeWithCheckCsvAndPlot(@TempDir Path dir) throws IOException {
         Path csv = dir.resolve("perf.csv");
-        Run r = run("-g", "2", "-b", "1K", "-e", "8K", "-f", "2", "-n", "3", "-w", "1", "-c", "1", "--csv", csv.toString());
+        Path plot = dir.resolve("plots/perf.png");
+        Run r = run("-g", "2", "-b", "1K", "-e", "8K", "-f", "2", "-n", "3", "-w", "1", "-c", "1", "--csv", csv.toString(),
+                "--plot", plot.toString());
         assertEquals(0, r.code, r.err);
         assertTrue(r.out.startsWith("# nThread 1 nGpus 2 minBytes 1024 maxBytes 8192 step: 2(factor) warmup iters: 1 iters: 3"),
                 r.out);
@@ -84,6 +86,9 @@ class AllReducePerfTest {
         assertEquals(PerfCsv.HEADER, csvLines.get(0));
         assertEquals(5, csvLines.size(), csvLines.toString());
         assertTrue(csvLines.get(1).startsWith("1024,256,float,sum,-1,"), csvLines.get(1));
+        assertTrue(r.out.contains("# plot: " + plot), r.out);
+        java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(plot.toFile());
+        assertEquals(org.sparkccl.ipc.plot.Charts.WIDTH, image.getWidth(), "a PNG of the chart's size");
     }
 
     @Test
