@@ -146,6 +146,11 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "LL, Simple or auto (the tuner picks by size); default: SPARKCCL_PROTO, else auto")
     String proto;
 
+    @Option(names = "--algo", paramLabel = "ALGO",
+            description = "all-reduce algorithm: Ring, OneShot (up to SPARKCCL_ONESHOT_THRESHOLD bytes, ring above),"
+                    + " Direct (shared buffers, -R 1) or auto; default: SPARKCCL_ALGO, else auto")
+    String algo;
+
     @Option(names = "--channels", paramLabel = "N",
             description = "channels (parallel rings); default: SPARKCCL_NCHANNELS, else 1")
     Integer channels;
@@ -222,6 +227,9 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         if (channels != null && channels < 1) {
             throw bad("--channels must be at least 1, got " + channels);
+        }
+        if (algo != null && !List.of("auto", "ring", "oneshot", "direct").contains(algo.toLowerCase(Locale.ROOT))) {
+            throw bad("--algo takes Ring, OneShot, Direct or auto, got '" + algo + "'");
         }
         if (proto != null && !proto.equalsIgnoreCase("auto") && !proto.equalsIgnoreCase("LL")
                 && !proto.equalsIgnoreCase("Simple")) {
@@ -332,6 +340,9 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         if (channels != null) {
             overrides.put("SPARKCCL_NCHANNELS", channels.toString());
+        }
+        if (algo != null) {
+            overrides.put("SPARKCCL_ALGO", algo);
         }
         return Params.fromEnvironment().withOverrides(overrides);
     }

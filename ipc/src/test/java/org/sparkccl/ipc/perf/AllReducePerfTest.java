@@ -22,7 +22,8 @@ class AllReducePerfTest {
     void takesNcclTestsFlags() {
         AllReducePerf perf = new AllReducePerf();
         new CommandLine(perf).parseArgs("-b", "1K", "-e", "16M", "-f", "4", "-g", "4", "-n", "5", "-w", "2", "-c", "0",
-                "-d", "half", "-o", "max", "-i", "64K", "--proto", "LL", "--channels", "2", "--transport", "shm");
+                "-d", "half", "-o", "max", "-i", "64K", "--proto", "LL", "--channels", "2", "--transport", "shm",
+                "--algo", "OneShot");
         assertEquals(1024, perf.minBytes);
         assertEquals(16 << 20, perf.maxBytes);
         assertEquals(4, perf.stepFactor);
@@ -36,6 +37,7 @@ class AllReducePerfTest {
         assertEquals("LL", perf.proto);
         assertEquals(2, perf.channels);
         assertEquals("shm", perf.transport);
+        assertEquals("OneShot", perf.algo);
     }
 
     @Test
@@ -52,6 +54,9 @@ class AllReducePerfTest {
         Run perGpu = run("--device", "cpu", "--ranks-per-gpu", "2");
         assertEquals(2, perGpu.code);
         assertTrue(perGpu.err.contains("--ranks-per-gpu needs --device gpu"), perGpu.err);
+        Run algo = run("--algo", "tree");
+        assertEquals(2, algo.code);
+        assertTrue(algo.err.contains("--algo takes Ring, OneShot, Direct or auto, got 'tree'"), algo.err);
         Run type = run("-d", "complex");
         assertEquals(2, type.code);
         assertTrue(type.err.contains("unknown data type 'complex'"), type.err);
