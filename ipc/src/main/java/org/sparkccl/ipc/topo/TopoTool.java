@@ -14,16 +14,13 @@ import java.util.concurrent.Callable;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.topo.DeviceKind;
-import org.sparkccl.core.topo.HopCosts;
 import org.sparkccl.core.topo.HostBridge;
 import org.sparkccl.core.topo.NumaNode;
 import org.sparkccl.core.topo.NvLink;
 import org.sparkccl.core.topo.PciDevice;
 import org.sparkccl.core.topo.Ring;
 import org.sparkccl.core.topo.RingPlanner;
-import org.sparkccl.core.topo.RingScore;
 import org.sparkccl.core.topo.RingSearch;
-import org.sparkccl.core.topo.TopoPath;
 import org.sparkccl.core.topo.Topology;
 import org.sparkccl.core.topo.TopologyFile;
 import org.sparkccl.core.topo.TopologySource;
@@ -264,20 +261,10 @@ public final class TopoTool implements Callable<Integer> {
         }
         out.println("Rings for " + gpus.size() + " rank" + (gpus.size() == 1 ? "" : "s") + ", rank r on GPU r, "
                 + channels + " channel" + (channels == 1 ? "" : "s") + ":");
-        List<Ring> rings = RingPlanner.plan(t, busIds, channels, RingSearch.ChannelMode.SPREAD, new CclLog(0, params));
-        HopCosts costs = RingPlanner.hopCosts(t, busIds);
+        List<Ring> rings = RingPlanner.plan(t, busIds, channels, RingSearch.ChannelMode.SPREAD, params,
+                new CclLog(0, params));
         for (int c = 0; c < rings.size(); c++) {
-            Ring r = rings.get(c);
-            StringBuilder hops = new StringBuilder();
-            for (int i = 0; i < r.size() && r.size() > 1; i++) {
-                int a = r.rankAt(i);
-                int b = r.rankAt((i + 1) % r.size());
-                TopoPath p = RingPlanner.path(t, busIds.get(a), busIds.get(b));
-                hops.append(String.format(Locale.ROOT, "%s%s %s", i == 0 ? "" : ", ", p.label(), gbps(p.bandwidthGBps())));
-            }
-            RingScore s = RingScore.of(costs, r.order());
-            out.println("  " + RingPlanner.logLine(c, r) + (r.size() > 1
-                    ? "   [" + hops + " GB/s; slowest " + gbps(s.slowestMBps() / 1000.0) + " GB/s]" : ""));
+            out.println("  " + RingPlanner.ringLine(c, rings.get(c), t, busIds, params));
         }
     }
 
