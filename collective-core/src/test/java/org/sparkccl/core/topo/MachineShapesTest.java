@@ -107,13 +107,7 @@ class MachineShapesTest {
 
     @Test
     void twoGpusWithEighteenNvLinksLikeTheH200Machine(@TempDir Path dir) {
-        SysfsFixture f = new SysfsFixture(dir).numaNode(0, "0-15").hostBridge("pci0000:00").hostBridge("pci0000:80");
-        f.bridge("pci0000:00", "0000:00:01.0", 0)
-                .device("0000:00:01.0", "0000:19:00.0", 0x030200, SysfsFixture.NVIDIA, 0, SysfsFixture.GEN5, 16,
-                        SysfsFixture.GEN5, 16);
-        f.bridge("pci0000:80", "0000:80:01.0", 0)
-                .device("0000:80:01.0", "0000:8a:00.0", 0x030200, SysfsFixture.NVIDIA, 0, SysfsFixture.GEN5, 16,
-                        SysfsFixture.GEN5, 16);
+        SysfsFixture.h200Pair(new SysfsFixture(dir));
         Topology pcie = SysfsReader.read(dir);
         assertEquals(PathKind.NODE, pcie.path("0000:19:00.0", "0000:8a:00.0").kind());
         Topology t = pcie.withNvLink("0000:19:00.0", "0000:8a:00.0", 18);
