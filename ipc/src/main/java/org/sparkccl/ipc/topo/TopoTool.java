@@ -15,6 +15,7 @@ import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.topo.DeviceKind;
 import org.sparkccl.core.topo.HostBridge;
+import org.sparkccl.core.topo.LinkHealth;
 import org.sparkccl.core.topo.NumaNode;
 import org.sparkccl.core.topo.NvLink;
 import org.sparkccl.core.topo.PciDevice;
@@ -95,6 +96,7 @@ public final class TopoTool implements Callable<Integer> {
         printNvLinks(out, t, names);
         printNuma(out, t);
         printAer(out, t, names);
+        printHealth(out, t);
         printShm(out);
         printMatrix(out, t, names);
         printRings(out, t, names, params);
@@ -135,9 +137,12 @@ public final class TopoTool implements Callable<Integer> {
             return "link " + d.link() + (d.maxLink() == null ? "" : " (its maximum)");
         }
         String text = "LINK BELOW CAPABILITY: running at " + d.link() + " of " + d.maxLink();
-        return d.linkNarrowerThanCapability()
-                ? text + " (fewer lanes than it has: check the slot, riser or BIOS bifurcation)"
-                : text + " (GPUs lower the speed when idle; check again under load)";
+        if (d.linkNarrowerThanCapability()) {
+            return text + " (fewer lanes than it has: check the slot, riser or BIOS bifurcation)";
+        }
+        return d.linkIdleDownclocked()
+                ? text + " (idle: GPUs drop to 2.5 GT/s to save power; check again under load)"
+                : text + " (trained below its speed: reseat the card, check the riser and the BIOS PCIe speed setting)";
     }
 
     private void printTree(PrintWriter out, Topology t, Names names) {
@@ -205,6 +210,19 @@ public final class TopoTool implements Callable<Integer> {
         }
         if (!any) {
             out.println("  no AER files (the kernel shows none for these devices)");
+        }
+    }
+
+    /** The warnings a communicator logs at init, so the tool and the library say the same. */
+    private void printHealth(PrintWriter out, Topology t) {
+        out.println();
+        out.println("Link health:");
+        List<String> warnings = LinkHealth.warnings(t);
+        if (warnings.isEmpty()) {
+            out.println("  no GPU link below its capability (idle 2.5 GT/s excepted), no AER errors");
+        }
+        for (String w : warnings) {
+            out.println("  WARN " + w);
         }
     }
 
