@@ -51,6 +51,14 @@ public final class Params {
             "bytes of LL-protocol buffer per channel and peer, flags included (split into 8 slots)", Params::parseSize);
     public static final Param<Integer> NCHANNELS = define("NCHANNELS", 0,
             "number of channels (parallel rings); 0 lets sparkccl choose", Integer::parseInt);
+    public static final Param<String> RINGS = define("RINGS", "",
+            "ring orders to use instead of the ring search, in NCCL_RINGS syntax: rings separated by |, ranks by"
+                    + " spaces or -, e.g. '0 1 3 2|0 2 3 1'; each ring names every rank once; channel c runs ring"
+                    + " c modulo the number given", s -> s);
+    public static final Param<Boolean> AVOID_SLOW_LINKS = define("AVOID_SLOW_LINKS", true,
+            "1 costs a PCIe link trained below its capability (not one idling at 2.5 GT/s) at the speed it runs,"
+                    + " so the ring search keeps its hops off it where another order can; 0 costs every link at its"
+                    + " capable speed (rings then follow the machine's shape only)", Params::parseBoolean);
     public static final Param<Integer> SPINS_BEFORE_YIELD = define("SPINS_BEFORE_YIELD", 2000,
             "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
                     + " the host's ranks outnumber its cores)", Integer::parseInt);

@@ -23,7 +23,13 @@ public record PciDevice(String busId, String parent, DeviceKind kind, int classC
         aer = Collections.unmodifiableMap(new LinkedHashMap<>(aer));
     }
 
-    /** True when the link runs slower or narrower than it can (a GPU in power saving does this when idle). */
+    /**
+     * The rate a PCIe link drops to when its device saves power (ASPM / dynamic link speed): the
+     * Gen1 rate. NVIDIA GPUs idle there, and the switch ports above them follow.
+     */
+    public static final double IDLE_GTPS = 2.5;
+
+    /** True when the link runs slower or narrower than it can, for whatever reason (idle or degraded). */
     public boolean linkBelowCapability() {
         return link != null && maxLink != null
                 && (link.gigaTransfersPerSecond() < maxLink.gigaTransfersPerSecond() || link.width() < maxLink.width());
@@ -35,10 +41,44 @@ public record PciDevice(String busId, String parent, DeviceKind kind, int classC
     }
 
     /**
-     * The link the ring search counts on: the speed the link is capable of (GPUs drop their speed when
-     * idle, and ranks that read sysfs at different moments must still agree) and the lanes in use.
+     * True when the link sits at {@link #IDLE_GTPS} while it can run faster: what power saving does,
+     * and the link speeds up again under load. sysfs cannot tell this apart from a link that trained
+     * at Gen1 for good; the tool says to look again under load.
+     */
+    public boolean linkIdleDownclocked() {
+        return link != null && maxLink != null && link.gigaTransfersPerSecond() <= IDLE_GTPS
+                && maxLink.gigaTransfersPerSecond() > IDLE_GTPS;
+    }
+
+    /**
+     * True when the link runs below capability for a reason that does not go away under load: fewer
+     * lanes than it has, or a speed below its capability but above the idle rate (a link trained
+     * down, e.g. 8 GT/s on a 16 GT/s GPU: a bad seat, a riser, a BIOS speed setting).
+     */
+    public boolean linkDegraded() {
+        return linkNarrowerThanCapability() || (linkBelowCapability() && !linkIdleDownclocked());
+    }
+
+    /**
+     * The link the ring search counts on. The lanes in use always count: a narrow link stays narrow.
+     * The speed is the current one, except where the link idles at {@link #IDLE_GTPS}: then it is the
+     * capable speed, because the link speeds up as soon as traffic flows, and ranks that read sysfs
+     * at different moments (one GPU busy, one idle) must still agree on the rings. A speed below
+     * capability but above the idle rate is a link trained down; it stays there under load, so it is
+     * costed as it runs (8 GT/s x8 on a 16 GT/s x16 GPU: 7.9 GB/s, not the 31.5 of its capable speed).
      */
     PciLink planningLink() {
+        if (maxLink == null) {
+            return link;
+        }
+        if (link == null) {
+            return maxLink;
+        }
+        return linkIdleDownclocked() ? new PciLink(maxLink.gigaTransfersPerSecond(), link.width()) : link;
+    }
+
+    /** The link at its capable speed with the lanes in use: what {@code SPARKCCL_AVOID_SLOW_LINKS=0} costs. */
+    PciLink capableSpeedLink() {
         if (maxLink == null) {
             return link;
         }

@@ -164,8 +164,17 @@ public final class Topology {
         return null;
     }
 
-    /** How {@code a} reaches {@code b}, and how fast. */
+    /** How {@code a} reaches {@code b}, and how fast, with degraded links costed as they run. */
     public TopoPath path(String a, String b) {
+        return path(a, b, true);
+    }
+
+    /**
+     * How {@code a} reaches {@code b}, and how fast. {@code costDegradedLinks}: true costs each link
+     * by {@link PciDevice#planningLink()} (a link trained down counts at its current speed); false at
+     * its capable speed with the lanes in use, for rings that follow the machine's shape only.
+     */
+    public TopoPath path(String a, String b, boolean costDegradedLinks) {
         if (a.equals(b)) {
             require(a);
             return new TopoPath(PathKind.LOC, Double.POSITIVE_INFINITY, 0);
@@ -188,7 +197,7 @@ public final class Topology {
                 break;
             }
         }
-        double pci = Math.min(slowestBelow(chainA, meet), slowestBelow(chainB, meet));
+        double pci = Math.min(slowestBelow(chainA, meet, costDegradedLinks), slowestBelow(chainB, meet, costDegradedLinks));
         HostBridge hbA = hostBridgeOf(a);
         HostBridge hbB = hostBridgeOf(b);
         if (!hbA.name().equals(hbB.name())) {
@@ -234,13 +243,13 @@ public final class Topology {
     }
 
     /** The slowest link below {@code meet} on a chain (every link up to the host bridge when null). */
-    private static double slowestBelow(List<PciDevice> chain, String meet) {
+    private static double slowestBelow(List<PciDevice> chain, String meet, boolean costDegradedLinks) {
         double slowest = Double.POSITIVE_INFINITY;
         for (PciDevice d : chain) {
             if (d.busId().equals(meet)) {
                 break;
             }
-            PciLink l = d.planningLink();
+            PciLink l = costDegradedLinks ? d.planningLink() : d.capableSpeedLink();
             if (l != null) {
                 slowest = Math.min(slowest, l.bandwidthGBps());
             }

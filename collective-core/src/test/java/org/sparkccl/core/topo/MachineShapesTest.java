@@ -31,7 +31,7 @@ class MachineShapesTest {
         for (int g : gpuOfRank) {
             busIds.add(gpus.get(g));
         }
-        Ring ring = RingPlanner.plan(t, busIds, 1, RingSearch.ChannelMode.SAME, LOG).get(0);
+        Ring ring = RingPlanner.plan(t, busIds, 1, RingSearch.ChannelMode.SAME, Params.defaults(), LOG).get(0);
         int crossings = 0;
         for (int i = 0; i < 8; i++) {
             int a = ring.rankAt(i);
@@ -100,20 +100,14 @@ class MachineShapesTest {
         f.bridge("pci0000:00", "0000:00:01.0", 0).gpu("0000:00:01.0", "0000:01:00.0", 0);
         Topology t = SysfsReader.read(dir);
         assertEquals(1, t.gpus().size());
-        List<Ring> rings = RingPlanner.plan(t, List.of("0000:01:00.0"), 2, RingSearch.ChannelMode.SPREAD, LOG);
+        List<Ring> rings = RingPlanner.plan(t, List.of("0000:01:00.0"), 2, RingSearch.ChannelMode.SPREAD, Params.defaults(), LOG);
         assertEquals(2, rings.size());
         assertEquals("Ring 00 : 0 -> 0", RingPlanner.logLine(0, rings.get(0)));
     }
 
     @Test
     void twoGpusWithEighteenNvLinksLikeTheH200Machine(@TempDir Path dir) {
-        SysfsFixture f = new SysfsFixture(dir).numaNode(0, "0-15").hostBridge("pci0000:00").hostBridge("pci0000:80");
-        f.bridge("pci0000:00", "0000:00:01.0", 0)
-                .device("0000:00:01.0", "0000:19:00.0", 0x030200, SysfsFixture.NVIDIA, 0, SysfsFixture.GEN5, 16,
-                        SysfsFixture.GEN5, 16);
-        f.bridge("pci0000:80", "0000:80:01.0", 0)
-                .device("0000:80:01.0", "0000:8a:00.0", 0x030200, SysfsFixture.NVIDIA, 0, SysfsFixture.GEN5, 16,
-                        SysfsFixture.GEN5, 16);
+        SysfsFixture.h200Pair(new SysfsFixture(dir));
         Topology pcie = SysfsReader.read(dir);
         assertEquals(PathKind.NODE, pcie.path("0000:19:00.0", "0000:8a:00.0").kind());
         Topology t = pcie.withNvLink("0000:19:00.0", "0000:8a:00.0", 18);
@@ -122,7 +116,7 @@ class MachineShapesTest {
         assertEquals(450.0, p.bandwidthGBps());
         List<String> busIds = List.of("0000:8a:00.0", "0000:19:00.0");
         assertEquals(450_000, RingPlanner.hopCosts(t, busIds).bandwidth(0, 1));
-        assertEquals("0 -> 1 -> 0", RingPlanner.plan(t, busIds, 1, RingSearch.ChannelMode.SAME, LOG).get(0).toString());
+        assertEquals("0 -> 1 -> 0", RingPlanner.plan(t, busIds, 1, RingSearch.ChannelMode.SAME, Params.defaults(), LOG).get(0).toString());
     }
 
     @Test
@@ -132,6 +126,6 @@ class MachineShapesTest {
             none.add(null);
         }
         assertEquals("0 -> 1 -> 2 -> 3 -> 0",
-                RingPlanner.plan(Topology.empty(), none, 1, RingSearch.ChannelMode.SAME, LOG).get(0).toString());
+                RingPlanner.plan(Topology.empty(), none, 1, RingSearch.ChannelMode.SAME, Params.defaults(), LOG).get(0).toString());
     }
 }

@@ -149,6 +149,48 @@ final class SysfsFixture {
         return gpus;
     }
 
+    /** Rewrites a device's link files: how it runs now and what it can do. */
+    SysfsFixture link(String busId, String speed, int width, String maxSpeed, int maxWidth) {
+        Path dir = dirs.get(busId);
+        write(dir.resolve("current_link_speed"), speed);
+        write(dir.resolve("current_link_width"), Integer.toString(width));
+        write(dir.resolve("max_link_speed"), maxSpeed);
+        write(dir.resolve("max_link_width"), Integer.toString(maxWidth));
+        return this;
+    }
+
+    /**
+     * A 4-GPU box: one NUMA node, one root port, one PCIe switch, a GPU on each of four downstream
+     * ports, every link at {@code gen} x16. Returns the GPUs in bus order.
+     */
+    static List<String> fourGpusBehindOneSwitch(SysfsFixture f, String gen) {
+        f.numaNode(0, "0-31").hostBridge("pci0000:00");
+        f.device("pci0000:00", "0000:00:01.0", 0x060400, 0x8086, 0, gen, 16, gen, 16);
+        f.device("0000:00:01.0", "0000:01:00.0", 0x060400, 0x10b5, 0, gen, 16, gen, 16);
+        List<String> gpus = new ArrayList<>();
+        for (int port = 0; port < 4; port++) {
+            String down = bdf(0x02, 0x08 * (port + 1));
+            f.device("0000:01:00.0", down, 0x060400, 0x10b5, 0, gen, 16, gen, 16);
+            String gpu = bdf(0x10 + port, 0);
+            f.device(down, gpu, 0x030200, NVIDIA, 0, gen, 16, gen, 16);
+            gpus.add(gpu);
+        }
+        return gpus;
+    }
+
+    /**
+     * The 2-GPU H200 machine: one NUMA node, each H200 (Gen5 x16) on a root port of its own host
+     * bridge, so over PCIe they are NODE apart; NVLink (18 links) is added by the caller.
+     */
+    static List<String> h200Pair(SysfsFixture f) {
+        f.numaNode(0, "0-15").hostBridge("pci0000:00").hostBridge("pci0000:80");
+        f.device("pci0000:00", "0000:00:01.0", 0x060400, 0x8086, 0, GEN5, 16, GEN5, 16)
+                .device("0000:00:01.0", "0000:19:00.0", 0x030200, NVIDIA, 0, GEN5, 16, GEN5, 16);
+        f.device("pci0000:80", "0000:80:01.0", 0x060400, 0x8086, 0, GEN5, 16, GEN5, 16)
+                .device("0000:80:01.0", "0000:8a:00.0", 0x030200, NVIDIA, 0, GEN5, 16, GEN5, 16);
+        return List.of("0000:19:00.0", "0000:8a:00.0");
+    }
+
     static String hostBridgeName(int bus) {
         return String.format("pci0000:%02x", bus);
     }

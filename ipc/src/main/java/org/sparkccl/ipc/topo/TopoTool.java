@@ -14,16 +14,14 @@ import java.util.concurrent.Callable;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.topo.DeviceKind;
-import org.sparkccl.core.topo.HopCosts;
 import org.sparkccl.core.topo.HostBridge;
+import org.sparkccl.core.topo.LinkHealth;
 import org.sparkccl.core.topo.NumaNode;
 import org.sparkccl.core.topo.NvLink;
 import org.sparkccl.core.topo.PciDevice;
 import org.sparkccl.core.topo.Ring;
 import org.sparkccl.core.topo.RingPlanner;
-import org.sparkccl.core.topo.RingScore;
 import org.sparkccl.core.topo.RingSearch;
-import org.sparkccl.core.topo.TopoPath;
 import org.sparkccl.core.topo.Topology;
 import org.sparkccl.core.topo.TopologyFile;
 import org.sparkccl.core.topo.TopologySource;
@@ -98,6 +96,7 @@ public final class TopoTool implements Callable<Integer> {
         printNvLinks(out, t, names);
         printNuma(out, t);
         printAer(out, t, names);
+        printHealth(out, t);
         printShm(out);
         printMatrix(out, t, names);
         printRings(out, t, names, params);
@@ -138,9 +137,12 @@ public final class TopoTool implements Callable<Integer> {
             return "link " + d.link() + (d.maxLink() == null ? "" : " (its maximum)");
         }
         String text = "LINK BELOW CAPABILITY: running at " + d.link() + " of " + d.maxLink();
-        return d.linkNarrowerThanCapability()
-                ? text + " (fewer lanes than it has: check the slot, riser or BIOS bifurcation)"
-                : text + " (GPUs lower the speed when idle; check again under load)";
+        if (d.linkNarrowerThanCapability()) {
+            return text + " (fewer lanes than it has: check the slot, riser or BIOS bifurcation)";
+        }
+        return d.linkIdleDownclocked()
+                ? text + " (idle: GPUs drop to 2.5 GT/s to save power; check again under load)"
+                : text + " (trained below its speed: reseat the card, check the riser and the BIOS PCIe speed setting)";
     }
 
     private void printTree(PrintWriter out, Topology t, Names names) {
@@ -211,6 +213,19 @@ public final class TopoTool implements Callable<Integer> {
         }
     }
 
+    /** The warnings a communicator logs at init, so the tool and the library say the same. */
+    private void printHealth(PrintWriter out, Topology t) {
+        out.println();
+        out.println("Link health:");
+        List<String> warnings = LinkHealth.warnings(t);
+        if (warnings.isEmpty()) {
+            out.println("  no GPU link below its capability (idle 2.5 GT/s excepted), no AER errors");
+        }
+        for (String w : warnings) {
+            out.println("  WARN " + w);
+        }
+    }
+
     private void printShm(PrintWriter out) {
         out.println();
         try {
@@ -264,20 +279,10 @@ public final class TopoTool implements Callable<Integer> {
         }
         out.println("Rings for " + gpus.size() + " rank" + (gpus.size() == 1 ? "" : "s") + ", rank r on GPU r, "
                 + channels + " channel" + (channels == 1 ? "" : "s") + ":");
-        List<Ring> rings = RingPlanner.plan(t, busIds, channels, RingSearch.ChannelMode.SPREAD, new CclLog(0, params));
-        HopCosts costs = RingPlanner.hopCosts(t, busIds);
+        List<Ring> rings = RingPlanner.plan(t, busIds, channels, RingSearch.ChannelMode.SPREAD, params,
+                new CclLog(0, params));
         for (int c = 0; c < rings.size(); c++) {
-            Ring r = rings.get(c);
-            StringBuilder hops = new StringBuilder();
-            for (int i = 0; i < r.size() && r.size() > 1; i++) {
-                int a = r.rankAt(i);
-                int b = r.rankAt((i + 1) % r.size());
-                TopoPath p = RingPlanner.path(t, busIds.get(a), busIds.get(b));
-                hops.append(String.format(Locale.ROOT, "%s%s %s", i == 0 ? "" : ", ", p.label(), gbps(p.bandwidthGBps())));
-            }
-            RingScore s = RingScore.of(costs, r.order());
-            out.println("  " + RingPlanner.logLine(c, r) + (r.size() > 1
-                    ? "   [" + hops + " GB/s; slowest " + gbps(s.slowestMBps() / 1000.0) + " GB/s]" : ""));
+            out.println("  " + RingPlanner.ringLine(c, rings.get(c), t, busIds, params));
         }
     }
 

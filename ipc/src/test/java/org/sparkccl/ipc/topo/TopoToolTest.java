@@ -88,6 +88,8 @@ class TopoToolTest {
         assertTrue(o.contains("GPU0 - GPU1  18 links x 25 GB/s = 450 GB/s per direction"), o);
         assertTrue(o.contains("node1  CPUs 8-15 (8)"), o);
         assertTrue(o.contains("0000:03:00.0 GPU0   correctable=5, fatal=0  correctable.RxErr=5"), o);
+        assertTrue(o.contains("  WARN GPU 0000:03:00.0: AER counters non-zero since boot (correctable.RxErr=5, total 5)"), o);
+        assertTrue(o.contains("  WARN GPU 0000:04:00.0: PCIe link runs at 2.5 GT/s x8"), o);
         assertTrue(o.contains(dir + ": size "), o);
         assertTrue(o.contains("  GPU0  X     NV18  8-15            1"), o);
         assertTrue(o.contains("  Ring 00 : 0 -> 1 -> 0   [NV18 450, NV18 450 GB/s; slowest 450 GB/s]"), o);
