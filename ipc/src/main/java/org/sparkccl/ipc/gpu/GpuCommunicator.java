@@ -188,8 +188,7 @@ public final class GpuCommunicator implements Communicator {
         if (!p2pDisabled && size > 1) {
             deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
         }
-        ShmTransport shm = own(new ShmTransport(params, log));
-        this.shm = shm;
+        shm = own(new ShmTransport(params, log));
         GpuWindow.Host hostWindow = null;
         if (size > 1 && shm.unavailableReason() == null) {
             hostWindow = own(new GpuWindow.Host(shm, device, hostLayout.totalBytes(), owner));
@@ -223,11 +222,11 @@ public final class GpuCommunicator implements Communicator {
                         + "): the GPU communicator connects GPUs of one machine only");
             }
         }
-        warnAboutSharedQueues(gpus);
         int sharingGpu = 0;
         for (int r = 0; r < size; r++) {
             sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
         }
+        warnAboutSharedQueues(sharingGpu);
         if (sharingGpu > 1) {
             launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
         }
@@ -336,13 +335,7 @@ public final class GpuCommunicator implements Communicator {
      * streams share CUDA's hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default), and a
      * kernel queued behind a peer's kernel that waits for it never starts: the collective times out.
      */
-    private void warnAboutSharedQueues(GpuRankInfo[] gpus) {
-        int sharing = 0;
-        for (int r = 0; r < size; r++) {
-            if (infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank])) {
-                sharing++;
-            }
-        }
+    private void warnAboutSharedQueues(int sharing) {
         String env = System.getenv("CUDA_DEVICE_MAX_CONNECTIONS");
         int queues = 8;
         try {
@@ -575,8 +568,7 @@ public final class GpuCommunicator implements Communicator {
             }
         }
         if (gateFailure != null) {
-            brokenBy = gateFailure.getMessage();
-            endLaunchGate();
+            markBroken(gateFailure.getMessage());
             throw gateFailure;
         }
         lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
@@ -663,8 +655,7 @@ public final class GpuCommunicator implements Communicator {
             }
         }
         if (stoppedBy != null) {
-            brokenBy = "rank " + rank + " on " + device.where() + ": " + header.describe() + " " + stoppedBy;
-            endLaunchGate();
+            markBroken("rank " + rank + " on " + device.where() + ": " + header.describe() + " " + stoppedBy);
             throw new CclException(brokenBy + "; the other ranks stop with an abort");
         }
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
@@ -682,9 +673,8 @@ public final class GpuCommunicator implements Communicator {
         if (infos == null) {
             return; // the ranks never met: their segment names are not known here (the stale scan removes them)
         }
-        long me = HostIdentity.pid();
         for (int r = 0; r < size; r++) {
-            if (infos[r] != null && infos[r].pid() != me && !HostIdentity.isAlive(infos[r].pid())) {
+            if (infos[r] != null && isDead(r)) {
                 cleanUpAfter(r);
             }
         }
@@ -713,19 +703,23 @@ public final class GpuCommunicator implements Communicator {
                 + " (pid " + infos[dead].pid() + ") died, and the GPU memory this rank's kernel was reading from it went"
                 + " with it (" + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
                 + " context after such an error: the process must be restarted (in Spark, the executor)";
-        brokenBy = message;
+        markBroken(message);
         return new PeerFailedException(dead, message, cuda);
     }
 
     private int deadPeer() {
-        long me = HostIdentity.pid();
         for (int r = 0; r < size; r++) {
-            long pid = infos[r].pid();
-            if (pid != me && !HostIdentity.isAlive(pid)) {
+            if (isDead(r)) {
                 return r;
             }
         }
         return -1;
+    }
+
+    /** Rank r's process has ended (it is another process than this one). */
+    private boolean isDead(int r) {
+        long pid = infos[r].pid();
+        return pid != HostIdentity.pid() && !HostIdentity.isAlive(pid);
     }
 
     private CclException fail(CollectiveHeader header, int code, int deadPeer) {
@@ -755,13 +749,16 @@ public final class GpuCommunicator implements Communicator {
         } else {
             e = new CclTimeoutException(what + " did not finish within SPARKCCL_TIMEOUT_MS plus 10 s; it was stopped");
         }
-        brokenBy = e.getMessage();
-        endLaunchGate();
+        markBroken(e.getMessage());
         return e;
     }
 
-    /** A rank that failed takes no more part in launching together: its peers go on and meet the failure. */
-    private void endLaunchGate() {
+    /**
+     * The communicator is unusable from now on, for the reason given. A rank that failed also takes no
+     * more part in launching together: its peers go on and meet the failure.
+     */
+    private void markBroken(String reason) {
+        brokenBy = reason;
         if (launchGate != null) {
             launchGate.close();
         }

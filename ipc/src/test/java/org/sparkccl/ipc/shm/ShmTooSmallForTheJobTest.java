@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.IntToLongFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -29,18 +30,7 @@ class ShmTooSmallForTheJobTest {
 
     @Test
     void everyRankFailsBeforeAllocatingWithTheBytesNeededAndTheFix(@TempDir Path dir) throws Exception {
-        Params params = Params.defaults();
-        List<String> errors = new ThreadGroupBootstrap.Group(3, Duration.ofSeconds(60)).run(bootstrap -> {
-            ShmTransport shm = new ShmTransport(params, new CclLog(bootstrap.rank(), params), dir, () -> FREE,
-                    HostIdentity.hostId());
-            try (HostCommunicator comm = HostCommunicator.create(bootstrap, List.of(shm), params)) {
-                return "NO ERROR on rank " + comm.rank();
-            } catch (RuntimeException e) {
-                return String.valueOf(e.getMessage());
-            } finally {
-                shm.close();
-            }
-        }, Duration.ofSeconds(120));
+        List<String> errors = buildThreeRanks(dir, rank -> FREE);
         for (String message : errors) {
             assertTrue(message.contains("is too small") && message.contains("--shm-size")
                     && message.contains("SPARKCCL_BUFFSIZE") && message.contains(FREE + " bytes"), message);
@@ -55,20 +45,8 @@ class ShmTooSmallForTheJobTest {
     /** Only rank 1 lacks room: it fails as above, and the others fail too, promptly, instead of waiting for it. */
     @Test
     void whenOneRankLacksRoomEveryRankFails(@TempDir Path dir) throws Exception {
-        Params params = Params.defaults();
         long start = System.nanoTime();
-        List<String> errors = new ThreadGroupBootstrap.Group(3, Duration.ofSeconds(60)).run(bootstrap -> {
-            long free = bootstrap.rank() == 1 ? FREE : Long.MAX_VALUE;
-            ShmTransport shm = new ShmTransport(params, new CclLog(bootstrap.rank(), params), dir, () -> free,
-                    HostIdentity.hostId());
-            try (HostCommunicator comm = HostCommunicator.create(bootstrap, List.of(shm), params)) {
-                return "NO ERROR on rank " + comm.rank();
-            } catch (RuntimeException e) {
-                return String.valueOf(e.getMessage());
-            } finally {
-                shm.close();
-            }
-        }, Duration.ofSeconds(120));
+        List<String> errors = buildThreeRanks(dir, rank -> rank == 1 ? FREE : Long.MAX_VALUE);
         long ms = (System.nanoTime() - start) / 1_000_000;
         assertTrue(errors.get(1).contains("--shm-size"), errors.get(1));
         for (String message : errors) {
@@ -78,5 +56,26 @@ class ShmTooSmallForTheJobTest {
         try (Stream<Path> files = Files.list(dir)) {
             assertEquals(0, files.count(), "the other ranks' segments were removed");
         }
+    }
+
+    /**
+     * Three ranks (threads) build a host communicator over /dev/shm in {@code dir}, rank r seeing
+     * {@code free.applyAsLong(r)} bytes free there; returns what each got: its error message, or
+     * {@code NO ERROR on rank r}.
+     */
+    private static List<String> buildThreeRanks(Path dir, IntToLongFunction free) throws Exception {
+        Params params = Params.defaults();
+        return new ThreadGroupBootstrap.Group(3, Duration.ofSeconds(60)).run(bootstrap -> {
+            long bytes = free.applyAsLong(bootstrap.rank());
+            ShmTransport shm = new ShmTransport(params, new CclLog(bootstrap.rank(), params), dir, () -> bytes,
+                    HostIdentity.hostId());
+            try (HostCommunicator comm = HostCommunicator.create(bootstrap, List.of(shm), params)) {
+                return "NO ERROR on rank " + comm.rank();
+            } catch (RuntimeException e) {
+                return String.valueOf(e.getMessage());
+            } finally {
+                shm.close();
+            }
+        }, Duration.ofSeconds(120));
     }
 }
