@@ -32,6 +32,7 @@ import org.sparkccl.core.proto.Protocol;
 import org.sparkccl.core.proto.SegmentLayout;
 import org.sparkccl.core.proto.SimplePrimitives;
 import org.sparkccl.core.ring.RingCollectives;
+import org.sparkccl.core.topo.Ring;
 import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.MemoryTransport;
 import org.sparkccl.core.transport.RankInfo;
@@ -84,8 +85,13 @@ public final class HostCommunicator implements Communicator {
         final LlPrimitives ll;
         final SimplePrimitives simple;
         final long headerScratch;
+        /** This channel's ring: neighbours, and where each rank stands in it. */
+        final Ring ring;
+        final int[] order;
 
-        Channel(Connection connection) {
+        Channel(Connection connection, Ring ring) {
+            this.ring = ring;
+            this.order = ring.order();
             this.wait = connection.waitLoop();
             this.ll = new LlPrimitives(connection);
             this.simple = new SimplePrimitives(connection);
@@ -172,6 +178,9 @@ public final class HostCommunicator implements Communicator {
                     layout.channel().simpleSlotBytes());
         }
 
+        if (size > 1) {
+            me = HostRingFacts.describe(me, params);
+        }
         byte[][] gathered = bootstrap.allGather(me.encode());
         if (exposeFailure != null) {
             throw exposeFailure;
@@ -241,22 +250,18 @@ public final class HostCommunicator implements Communicator {
         }
         own.unlinkName();
 
-        int next = (rank + 1) % size;
-        int prev = (rank + size - 1) % size;
-        StringBuilder ringText = new StringBuilder();
-        for (int i = 0; i <= size; i++) {
-            ringText.append(i == 0 ? "" : " -> ").append(i % size);
-        }
+        List<Ring> rings = HostRingFacts.rings(infos, rank, nch, params, log);
         channels = new Channel[nch];
         log.info(Subsys.SHM, "bulk copies: %s", BulkCopy.describe());
         for (int c = 0; c < nch; c++) {
-            log.info(Subsys.GRAPH, "Ring %02d : %s", c, ringText);
+            int next = rings.get(c).next(rank);
+            int prev = rings.get(c).prev(rank);
             log.info(Subsys.INIT, "Channel %02d : %d[%d] -> %d[%d] via %s", c, rank, me.pid(), next, infos[next].pid(),
                     peerTransports[next].name());
             WaitLoop wait = new WaitLoop(rank, spins, timeoutMs, monitor, cancelled);
             Connection connection = new Connection(layout.channel(), own.buffer(), layout.channelOffset(c),
                     regions[next].buffer(), layout.channelOffset(c), prev, next, wait);
-            channels[c] = new Channel(connection);
+            channels[c] = new Channel(connection, rings.get(c));
         }
         if (layout.oneShot().slotDataBytes() > 0) {
             long[] areas = new long[size];
@@ -378,7 +383,7 @@ public final class HostCommunicator implements Communicator {
         }
         run(Kind.ALL_REDUCE, type, op, 0, count, count * es, (p, c, active) -> {
             long[] slice = slice(count, es, c, active);
-            RingCollectives.allReduce(p, send, recv, slice[0], slice[1], es, size, rank, chunkElems(p, es));
+            RingCollectives.allReduce(p, send, recv, slice[0], slice[1], es, size, position(c), chunkElems(p, es));
         });
     }
 
@@ -390,10 +395,10 @@ public final class HostCommunicator implements Communicator {
             copyIfApart(send, recv, recvCount * es);
             return;
         }
-        int[] ring = identityRing();
         run(Kind.REDUCE_SCATTER, type, op, 0, recvCount, recvCount * es * size, (p, c, active) -> {
             long[] slice = slice(recvCount, es, c, active);
-            RingCollectives.reduceScatter(p, send, recv, recvCount, slice[0], slice[1], es, ring, rank, chunkElems(p, es));
+            RingCollectives.reduceScatter(p, send, recv, recvCount, slice[0], slice[1], es, channels[c].order, position(c),
+                    chunkElems(p, es));
         });
     }
 
@@ -405,10 +410,10 @@ public final class HostCommunicator implements Communicator {
             copyIfApart(send, recv, sendCount * es);
             return;
         }
-        int[] ring = identityRing();
         run(Kind.ALL_GATHER, type, ReduceOp.SUM, 0, sendCount, sendCount * es * size, (p, c, active) -> {
             long[] slice = slice(sendCount, es, c, active);
-            RingCollectives.allGather(p, send, recv, sendCount, slice[0], slice[1], es, ring, rank, chunkElems(p, es));
+            RingCollectives.allGather(p, send, recv, sendCount, slice[0], slice[1], es, channels[c].order, position(c),
+                    chunkElems(p, es));
         });
     }
 
@@ -425,7 +430,8 @@ public final class HostCommunicator implements Communicator {
         }
         run(Kind.BROADCAST, type, ReduceOp.SUM, root, count, count * es, (p, c, active) -> {
             long[] slice = slice(count, es, c, active);
-            RingCollectives.broadcast(p, send, recv, slice[0], slice[1], es, size, rank, root, chunkElems(p, es));
+            RingCollectives.broadcast(p, send, recv, slice[0], slice[1], es, size, position(c),
+                    channels[c].ring.positionOf(root), chunkElems(p, es));
         });
     }
 
@@ -438,7 +444,7 @@ public final class HostCommunicator implements Communicator {
         try (HostStagingBuffer token = new HostStagingBuffer(4)) {
             UnsafeApi.putInt(token.address(), 1);
             run(Kind.BARRIER, DataType.INT32, ReduceOp.SUM, 0, 1, 4, (p, c, active) ->
-                    RingCollectives.allReduce(p, token.address(), token.address(), 0, 1, 4, size, rank, 1));
+                    RingCollectives.allReduce(p, token.address(), token.address(), 0, 1, 4, size, position(c), 1));
         }
     }
 
@@ -472,6 +478,11 @@ public final class HostCommunicator implements Communicator {
             abort(e);
             throw e;
         }
+    }
+
+    /** The ring channel {@code channel} runs (logs, tests); null for a single rank. */
+    public Ring ring(int channel) {
+        return channel < channels.length ? channels[channel].ring : null;
     }
 
     /** Bytes of this rank's shared buffers ({@link #allocateShared}) that are not closed yet. */
@@ -577,7 +588,7 @@ public final class HostCommunicator implements Communicator {
         @Override
         public void check(int awaitedPeer, long step, String waitingFor) {
             if (mineAlgorithm != Algorithm.RING && channels[0].ll.peekHeader(scratch)) {
-                fail((rank + size - 1) % size, Algorithm.RING);
+                fail(channels[0].ring.prev(rank), Algorithm.RING);
             }
             for (int p = 0; p < size; p++) {
                 if (p == rank) {
@@ -679,9 +690,8 @@ public final class HostCommunicator implements Communicator {
         ch.ll.exchangeHeader(ch.headerScratch, ch.headerScratch + CollectiveHeader.BYTES);
         CollectiveHeader theirs = CollectiveHeader.read(ch.headerScratch + CollectiveHeader.BYTES);
         if (!mine.sameCall(theirs)) {
-            int prev = (rank + size - 1) % size;
             throw new CclException("rank " + rank + ": collective mismatch: this rank called " + mine.describe()
-                    + " but rank " + prev + " (its ring predecessor) called "
+                    + " but rank " + ch.ring.prev(rank) + " (its ring predecessor) called "
                     + (theirs == null ? "something unreadable" : theirs.describe())
                     + "; every rank must make the same collective calls, in the same order, with the same count, type and op");
         }
@@ -710,12 +720,9 @@ public final class HostCommunicator implements Communicator {
         return new long[] {begin, end};
     }
 
-    private int[] identityRing() {
-        int[] ring = new int[size];
-        for (int i = 0; i < size; i++) {
-            ring[i] = i;
-        }
-        return ring;
+    /** Where this rank stands in channel {@code c}'s ring: the ring collectives index chunks by it. */
+    private int position(int c) {
+        return channels[c].ring.positionOf(rank);
     }
 
     private static void copyIfApart(long send, long recv, long bytes) {

@@ -8,12 +8,20 @@ import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
 
 /**
- * Rings for a set of ranks on one machine: each rank names its GPU's bus id (null for a rank
- * without a GPU), the topology says how each pair is connected, and {@link RingSearch} orders them,
- * unless {@code SPARKCCL_RINGS} forces the orders. This is the one entry point both engines are meant
- * to call; every rank that passes the same bus ids, topology and parameters gets the same rings.
+ * Rings for a set of ranks on one machine: hop costs say how each pair is connected (from a topology
+ * and each rank's GPU bus id, null for a rank without a GPU; or from what the ranks gathered:
+ * {@link GpuRings}, {@link HostRings}), and {@link RingSearch} orders them, unless
+ * {@code SPARKCCL_RINGS} forces the orders. Both engines and {@code bin/sparkccl-topo} plan through
+ * here; every rank that passes the same costs and parameters gets the same rings.
  */
 public final class RingPlanner {
+    /**
+     * Rings searched per communicator; later channels repeat them. Two: with {@code SPREAD} the second
+     * takes what the first left (on full-duplex links, the other direction), and a search per channel
+     * of 64 over 10 ranks would cost seconds at init.
+     */
+    public static final int SEARCHED_RINGS = 2;
+
     private RingPlanner() {
     }
 
@@ -60,26 +68,35 @@ public final class RingPlanner {
     }
 
     /**
-     * The rings for {@code channels} channels: {@code SPARKCCL_RINGS} where set (channel c runs forced
-     * ring c modulo their number), else the ring search in {@code mode}, costing links as
-     * {@code SPARKCCL_AVOID_SLOW_LINKS} says. Each ring is logged at INFO (GRAPH) by {@link #ringLine}.
+     * The rings for {@code channels} channels over the GPUs of a topology: {@link #plan(HopCosts, Hops,
+     * int, RingSearch.ChannelMode, Params, CclLog)} with the topology's hop costs and paths.
      */
     public static List<Ring> plan(Topology t, List<String> busIdByRank, int channels, RingSearch.ChannelMode mode,
                                   Params params, CclLog log) {
+        boolean costDegraded = params.get(Params.AVOID_SLOW_LINKS);
+        return plan(hopCosts(t, busIdByRank, costDegraded), (a, b) -> path(t, busIdByRank.get(a), busIdByRank.get(b),
+                costDegraded), channels, mode, params, log);
+    }
+
+    /**
+     * The rings for {@code channels} channels: {@code SPARKCCL_RINGS} where set (channel c runs forced
+     * ring c modulo their number), else the ring search in {@code mode} over {@code costs} for the
+     * first {@link #SEARCHED_RINGS} channels (one in {@code SAME} mode), which the later channels repeat
+     * (channel c runs ring c modulo that number, as NCCL duplicates its searched rings). Each ring is logged at INFO (GRAPH) by
+     * {@link #ringLine(int, Ring, Hops)}, with {@code hops} naming each hop's path.
+     */
+    public static List<Ring> plan(HopCosts costs, Hops hops, int channels, RingSearch.ChannelMode mode, Params params,
+                                  CclLog log) {
         if (channels < 1) {
             throw new IllegalArgumentException("need at least one channel, got " + channels);
         }
         ForcedRings forced = ForcedRings.parse(params.get(Params.RINGS));
-        List<Ring> rings;
+        List<Ring> given;
         if (forced.isEmpty()) {
-            HopCosts costs = hopCosts(t, busIdByRank, params.get(Params.AVOID_SLOW_LINKS));
-            rings = RingSearch.channels(costs, channels, mode);
+            int searched = mode == RingSearch.ChannelMode.SAME ? 1 : Math.min(channels, SEARCHED_RINGS);
+            given = RingSearch.channels(costs, searched, mode);
         } else {
-            List<Ring> given = forced.rings(busIdByRank.size());
-            rings = new ArrayList<>();
-            for (int c = 0; c < channels; c++) {
-                rings.add(given.get(c % given.size()));
-            }
+            given = forced.rings(costs.size());
             log.info(Subsys.GRAPH, "rings forced by SPARKCCL_RINGS (%d given, %d channel%s)", given.size(), channels,
                     channels == 1 ? "" : "s");
             if (given.size() > channels) {
@@ -88,12 +105,27 @@ public final class RingPlanner {
                         channels == 1 ? "" : "s", channels, given.size());
             }
         }
+        List<Ring> rings = new ArrayList<>();
+        for (int c = 0; c < channels; c++) {
+            rings.add(given.get(c % given.size()));
+        }
         if (log.infoEnabled(Subsys.GRAPH)) {
-            for (int c = 0; c < rings.size(); c++) {
-                log.info(Subsys.GRAPH, "%s", ringLine(c, rings.get(c), t, busIdByRank, params));
+            int shown = Math.min(channels, given.size());
+            for (int c = 0; c < shown; c++) {
+                log.info(Subsys.GRAPH, "%s", ringLine(c, rings.get(c), hops));
+            }
+            if (channels > shown) {
+                log.info(Subsys.GRAPH, "Channels %02d..%02d repeat these rings: channel c runs ring c mod %d", shown,
+                        channels - 1, shown);
             }
         }
         return rings;
+    }
+
+    /** What a hop between two ranks goes through, for the ring lines: kind, bandwidth, NVLinks. */
+    @FunctionalInterface
+    public interface Hops {
+        TopoPath path(int fromRank, int toRank);
     }
 
     /** {@code Ring 00 : 0 -> 1 -> 3 -> 2 -> 0}: NCCL's form. */
@@ -107,22 +139,35 @@ public final class RingPlanner {
      * format for {@code SPARKCCL_DEBUG=INFO} and {@code bin/sparkccl-topo}, so the two can be compared.
      */
     public static String ringLine(int channel, Ring ring, Topology t, List<String> busIdByRank, Params params) {
+        boolean costDegraded = params.get(Params.AVOID_SLOW_LINKS);
+        return ringLine(channel, ring, (a, b) -> path(t, busIdByRank.get(a), busIdByRank.get(b), costDegraded));
+    }
+
+    /**
+     * {@link #ringLine(int, Ring, Topology, List, Params)} with the hops' paths from {@code hops}. A hop
+     * of unknown bandwidth (NaN: ranks on host memory, whose costs are a model, not a rate) shows its
+     * kind only, and then the line has no slowest figure: {@code Ring 00 : 0 -> 2 -> 1 -> 0   [NODE, SYS, SYS]}.
+     */
+    public static String ringLine(int channel, Ring ring, Hops hops) {
         String line = logLine(channel, ring);
         if (ring.size() < 2) {
             return line;
         }
-        boolean costDegraded = params.get(Params.AVOID_SLOW_LINKS);
-        StringBuilder hops = new StringBuilder();
+        StringBuilder text = new StringBuilder();
         double slowest = Double.POSITIVE_INFINITY;
+        boolean rates = true;
         for (int i = 0; i < ring.size(); i++) {
-            int a = ring.rankAt(i);
-            int b = ring.rankAt((i + 1) % ring.size());
-            TopoPath p = path(t, busIdByRank.get(a), busIdByRank.get(b), costDegraded);
+            TopoPath p = hops.path(ring.rankAt(i), ring.rankAt((i + 1) % ring.size()));
+            text.append(i == 0 ? "" : ", ").append(p.label());
+            if (Double.isNaN(p.bandwidthGBps())) {
+                rates = false;
+                continue;
+            }
             double gbps = Math.min(p.bandwidthGBps(), HopCosts.MAX_MBPS / 1000.0);
             slowest = Math.min(slowest, gbps);
-            hops.append(i == 0 ? "" : ", ").append(p.label()).append(' ').append(gbps(gbps));
+            text.append(' ').append(gbps(gbps));
         }
-        return line + "   [" + hops + " GB/s; slowest " + gbps(slowest) + " GB/s]";
+        return line + "   [" + text + (rates ? " GB/s; slowest " + gbps(slowest) + " GB/s]" : "]");
     }
 
     /** GB/s as a whole number where it is one, else with two decimals. */

@@ -1,0 +1,46 @@
+package org.sparkccl.core;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.topo.HostPlacement;
+import org.sparkccl.core.topo.HostRings;
+import org.sparkccl.core.topo.Ring;
+import org.sparkccl.core.topo.RingSettings;
+import org.sparkccl.core.transport.RankInfo;
+
+/**
+ * What the host engine's ranks send in the init round so that every rank computes the same rings:
+ * each rank's {@link HostPlacement} (NUMA node, CPUs) and {@link RingSettings}; after the round, the
+ * rings ({@link HostRings}), one per channel.
+ */
+final class HostRingFacts {
+    static final String ENTRY_PLACEMENT = "host.placement";
+    static final String ENTRY_RING_SETTINGS = "host.rings";
+
+    private HostRingFacts() {
+    }
+
+    /** {@code me} with this rank's placement and ring settings added. */
+    static RankInfo describe(RankInfo me, Params params) {
+        return me.withEntry(ENTRY_PLACEMENT, HostPlacement.observe(params).encode())
+                .withEntry(ENTRY_RING_SETTINGS, RingSettings.of(params).encode());
+    }
+
+    /** The ring of each of {@code channels} channels, the same on every rank; fails where settings differ. */
+    static List<Ring> rings(RankInfo[] infos, int rank, int channels, Params params, CclLog log) {
+        RingSettings[] settings = new RingSettings[infos.length];
+        List<HostPlacement> placements = new ArrayList<>();
+        for (int r = 0; r < infos.length; r++) {
+            settings[r] = RingSettings.decode(infos[r].entry(ENTRY_RING_SETTINGS), r);
+            placements.add(HostPlacement.decode(infos[r].entry(ENTRY_PLACEMENT), r));
+        }
+        RingSettings.requireSame(settings, rank);
+        try {
+            return HostRings.plan(placements, channels, params, log);
+        } catch (IllegalArgumentException e) {
+            throw new CclException("rank " + rank + ": " + e.getMessage(), e);
+        }
+    }
+}
