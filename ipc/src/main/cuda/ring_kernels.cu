@@ -48,7 +48,9 @@ struct ChannelPtrs {
     uint64_t sendSimpleHead;
     uint64_t sendSimpleTail;
     uint64_t state;           // my device memory: ChannelState, kept between kernels
-    uint64_t pad[5];
+    uint64_t ringOrder;       // my device memory: int32[nranks], the rank at each position of this channel's ring
+    uint64_t ringPosition;    // where this rank stands in this channel's ring
+    uint64_t pad[3];
 };
 
 // Per-channel progress that outlives a kernel (private device memory of this rank).
@@ -729,8 +731,13 @@ __device__ void ringKernel(const CollArgs& a) {
     __shared__ volatile int abortedShared;
     const DevComm* comm = (const DevComm*)a.comm;
     const int n = (int)comm->nranks;
-    const int r = (int)comm->rank;
     const int c = blockIdx.x;
+    // Each channel runs its own ring: r is this rank's position in it, ring[i] the rank at position i.
+    // All-reduce chunks go by position; reduce-scatter and all-gather blocks, and the broadcast root,
+    // by rank.
+    const int r = (int)comm->ch[c].ringPosition;
+    const int* ring = (const int*)comm->ch[c].ringOrder;
+    const int me = ring[r];
     Waiter w = startKernel(comm, &abortedShared);
 
     Channel<RED> ch;
@@ -746,7 +753,9 @@ __device__ void ringKernel(const CollArgs& a) {
     const int64_t chLen = max64(0, min64(Cb, B - chBegin));
 
     // Broadcast is a chain from the root: the rank before the root sends nothing, the root receives nothing.
-    const int fromRoot = modRanks(r - (int)a.root, n);
+    int rootPosition = 0;
+    while (rootPosition < n - 1 && ring[rootPosition] != (int)a.root) rootPosition++;
+    const int fromRoot = modRanks(r - rootPosition, n);
     const bool doRecv = a.kind == KIND_BROADCAST ? fromRoot != 0 : true;
     const bool doSend = a.kind == KIND_BROADCAST ? fromRoot != n - 1 : true;
 
@@ -776,21 +785,21 @@ __device__ void ringKernel(const CollArgs& a) {
             j = modRanks(r + 1, n);
             ch.recv(recv + cut.offset(j), cut.bytes(j));
         } else if (a.kind == KIND_REDUCE_SCATTER) {
-            int j = modRanks(r - 1, n);
+            int j = ring[modRanks(r - 1, n)];
             ch.send(send + cut.offset(j), cut.bytes(j));
             for (int k = 2; k < n; k++) {
-                j = modRanks(r - k, n);
+                j = ring[modRanks(r - k, n)];
                 ch.recvReduceSend(send + cut.offset(j), cut.bytes(j));
             }
-            j = r;
+            j = me;
             ch.recvReduceCopy(send + cut.offset(j), recv + cut.rel * es, cut.bytes(j), true);
         } else if (a.kind == KIND_ALL_GATHER) {
-            ch.copySend(send + cut.rel * es, recv + cut.offset(r), cut.bytes(r));
+            ch.copySend(send + cut.rel * es, recv + cut.offset(me), cut.bytes(me));
             for (int k = 1; k < n - 1; k++) {
-                const int j = modRanks(r - k, n);
+                const int j = ring[modRanks(r - k, n)];
                 ch.recvCopySend(recv + cut.offset(j), cut.bytes(j));
             }
-            const int j = modRanks(r + 1, n);
+            const int j = ring[modRanks(r + 1, n)];
             ch.recv(recv + cut.offset(j), cut.bytes(j));
         } else {  // KIND_BROADCAST: one block, the whole buffer
             const int64_t off = cut.rel * es;

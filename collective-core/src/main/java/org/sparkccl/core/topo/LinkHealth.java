@@ -34,6 +34,16 @@ public final class LinkHealth {
         return out;
     }
 
+    /** The warning for one GPU, as {@link #warnings} words it; null where its link is healthy or unknown. */
+    public static String warning(Topology t, String busId) {
+        for (String w : warnings(t)) {
+            if (w.startsWith("GPU " + busId + ":")) {
+                return w;
+            }
+        }
+        return null;
+    }
+
     /** Logs each of {@link #warnings} at WARN (INIT). */
     public static void log(Topology t, CclLog log) {
         for (String w : warnings(t)) {

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Set;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_P2PAttribute;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUuuid;
@@ -89,6 +90,20 @@ public final class CudaDevice {
         int[] can = new int[1];
         Cuda.check(JCudaDriver.cuDeviceCanAccessPeer(can, device, other.device), "cuDeviceCanAccessPeer", where());
         return can[0] != 0;
+    }
+
+    /**
+     * CUDA's relative performance rank of the peer-to-peer link to {@code other} (lower is better; 0 for
+     * this device itself); -1 where the two have no P2P link or CUDA does not say.
+     */
+    public int p2pPerformanceRank(CudaDevice other) {
+        if (other == this) {
+            return 0;
+        }
+        int[] rank = new int[1];
+        int rc = JCudaDriver.cuDeviceGetP2PAttribute(rank, CUdevice_P2PAttribute.CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+                device, other.device);
+        return rc == CUresult.CUDA_SUCCESS ? rank[0] : -1;
     }
 
     /** Lets kernels of this context use pointers into {@code peer}'s memory (same-process peers). */

@@ -1,5 +1,7 @@
 package org.sparkccl.ipc.gpu;
 
+import org.sparkccl.core.proto.SegmentLayout;
+
 /**
  * Byte layouts shared with the kernels (ring_kernels.cu: DevComm, ChannelPtrs, ChannelState,
  * CollArgs). Every field is 8 bytes unless said otherwise, little-endian as the GPU reads it.
@@ -12,7 +14,8 @@ package org.sparkccl.ipc.gpu;
  *  128 + 128 * c: channel c
  *    0 recv LL slots   8 recv Simple slots   16 recv LL head   24 recv Simple head   32 recv Simple tail
  *   40 send LL slots  48 send Simple slots   56 send LL head   64 send Simple head   72 send Simple tail
- *   80 ChannelState*  88..127 unused
+ *   80 ChannelState*  88 this channel's ring (int32[nranks] in device memory: ring[i] is the rank at
+ *   position i)   96 this rank's position in it   104..127 unused
  *  128 + 128 * 64: one-shot inboxes (GpuOneShotLayout)
  *    0 inbox bytes   8 + 8 * r: rank r's inboxes as this GPU addresses them (0 when one-shot is off)
  *  ChannelState (64 bytes per channel, private device memory): LL send/recv step, Simple send/recv
@@ -53,6 +56,8 @@ final class DevCommLayout {
     static final int SEND_SIMPLE_HEAD = 64;
     static final int SEND_SIMPLE_TAIL = 72;
     static final int STATE = 80;
+    static final int RING_ORDER = 88;
+    static final int RING_POSITION = 96;
 
     static final int ARGS_BYTES = 96;
     static final int ARG_COMM = 0;
@@ -99,12 +104,27 @@ final class DevCommLayout {
      * CPU engine's magic, version, state and pid offsets, plus the secret and a probe word.
      */
     static final int WINDOW_SECRET = 32;
-    static final int WINDOW_PROBE = 48;
+    /**
+     * Probe words, one per rank that opens the window as a ring successor (a rank may have several ring
+     * predecessors, one per channel's ring): in the control block's message area, which GPU windows do
+     * not use.
+     */
+    static final int WINDOW_PROBES = 2048;
+    static final int MAX_PROBING_RANKS = (SegmentLayout.CONTROL_BYTES - WINDOW_PROBES) / 8;
 
     private DevCommLayout() {
     }
 
     static int channel(int c) {
         return HEADER_BYTES + c * CHANNEL_BYTES;
+    }
+
+    /** The probe word rank {@code opener} writes in a successor's window: a word no other rank writes. */
+    static long ringProbe(int opener) {
+        if (opener >= MAX_PROBING_RANKS) {
+            throw new IllegalArgumentException("rank " + opener + ": the GPU communicator connects at most "
+                    + MAX_PROBING_RANKS + " ranks");
+        }
+        return WINDOW_PROBES + 8L * opener;
     }
 }

@@ -4,6 +4,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import jcuda.Pointer;
@@ -29,6 +31,7 @@ import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
 import org.sparkccl.core.proto.Protocol;
 import org.sparkccl.core.proto.SegmentLayout;
+import org.sparkccl.core.topo.Ring;
 import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.ipc.cuda.Cuda;
@@ -94,11 +97,14 @@ public final class GpuCommunicator implements Communicator {
     private KernelModule module;
     private GpuTuner tuner;
     private RankInfo[] infos;
+    /** Each channel's ring (empty for a single rank). */
+    private List<Ring> rings = List.of();
     private GpuWindow.Host hostWindowToUnlink;
     /** Host windows live in /dev/shm; what a dead peer left there is removed through this. */
     private ShmTransport shm;
     private DeviceBuffer devComm;
     private DeviceBuffer channelState;
+    private DeviceBuffer ringOrders;
     private DeviceBuffer barrierBuffer;
     private PinnedHostBuffer status;
     private UnsafeBuffer statusView;
@@ -194,6 +200,11 @@ public final class GpuCommunicator implements Communicator {
             hostWindow = own(new GpuWindow.Host(shm, device, hostLayout.totalBytes(), owner));
         }
         RankInfo me = RankInfo.local(rank, size).withEntry(ENTRY_DEVICE, describeDevice(p2pDisabled).encode());
+        GpuRingFacts.Observed seen = null;
+        if (size > 1) {
+            seen = GpuRingFacts.observe(device, p2pDisabled, params, log);
+            me = seen.addTo(me, params);
+        }
         if (deviceWindow != null) {
             me = me.withEntry(ENTRY_P2P, deviceWindow.connectBlob(rank, size, hostHash, device));
         }
@@ -239,13 +250,16 @@ public final class GpuCommunicator implements Communicator {
             return;
         }
 
-        // After the round: every rank decides every link alike, then opens its successor's window.
-        int prev = (rank + size - 1) % size;
-        int next = (rank + 1) % size;
+        // After the round: every rank computes the same rings and decides every link alike, then opens the
+        // windows of its successors (one per distinct successor over the channels' rings).
+        GpuRingFacts.warnLinkHealth(seen.topology(), gpus, rank, log);
+        List<Ring> planned = GpuRingFacts.rings(infos, gpus, rank, p2pChannels, params, log);
         boolean anyStaged = false;
         boolean allPairsP2p = true;
         for (int r = 0; r < size; r++) {
-            anyStaged |= !GpuRankInfo.p2pLink(gpus[r], gpus[(r + 1) % size]);
+            for (Ring ring : planned) {
+                anyStaged |= !GpuRankInfo.p2pLink(gpus[r], gpus[ring.next(r)]);
+            }
             for (int q = 0; q < size; q++) {
                 allPairsP2p &= q == r || GpuRankInfo.p2pLink(gpus[r], gpus[q]);
             }
@@ -253,41 +267,61 @@ public final class GpuCommunicator implements Communicator {
         boolean oneShot = oneShotCapacity > 0 && allPairsP2p;
         int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
         channels = Math.min(channels, Math.max(1, MAX_BLOCKS_PER_GPU / mostRanksOnOneGpu(gpus)));
+        rings = List.copyOf(planned.subList(0, channels));
         tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0);
-        boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
-        boolean outP2p = GpuRankInfo.p2pLink(gpus[rank], gpus[next]);
 
-        GpuWindow mine = inP2p ? deviceWindow : hostWindow;
-        if (mine == null) {
-            throw new CclException("rank " + rank + ": rank " + prev + " must send through "
-                    + (inP2p ? "P2P" : "host shared memory") + " but this rank could not create that window ("
-                    + (inP2p ? "P2P disabled" : shm.unavailableReason()) + ")");
+        // Per channel: the window this rank receives in (the predecessor's transport decides) and the
+        // successor's window it sends into.
+        long[] recvWindows = new long[channels];
+        long[] sendWindows = new long[channels];
+        Map<Integer, PeerWindow> successors = new TreeMap<>();
+        boolean receivesP2p = false;
+        boolean receivesStaged = false;
+        for (int c = 0; c < channels; c++) {
+            int prev = rings.get(c).prev(rank);
+            int next = rings.get(c).next(rank);
+            boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
+            GpuWindow mine = inP2p ? deviceWindow : hostWindow;
+            if (mine == null) {
+                throw new CclException("rank " + rank + ": rank " + prev + " must send through "
+                        + (inP2p ? "P2P" : "host shared memory") + " but this rank could not create that window ("
+                        + (inP2p ? "P2P disabled" : shm.unavailableReason()) + ")");
+            }
+            receivesP2p |= inP2p;
+            receivesStaged |= !inP2p;
+            recvWindows[c] = mine.kernelAddress();
+            PeerWindow out = successors.get(next);
+            if (out == null) {
+                out = own(openSuccessor(next, GpuRankInfo.p2pLink(gpus[rank], gpus[next]), hostHash, shm));
+                successors.put(next, out);
+            }
+            sendWindows[c] = out.kernelAddress();
         }
-        PeerWindow out = own(openSuccessor(next, outP2p, hostHash, shm));
-        // One-shot: every peer's window too (the successor's is open already).
+        // One-shot: every peer's window too (every pair is P2P: a successor's window is the same one).
         long[] oneShotInboxes = new long[size];
         if (oneShot) {
             for (int q = 0; q < size; q++) {
                 if (q == rank) {
-                    oneShotInboxes[q] = mine.kernelAddress() + oneShotOffset;
+                    oneShotInboxes[q] = deviceWindow.kernelAddress() + oneShotOffset;
                     continue;
                 }
-                PeerWindow w = q == next ? out : own(openP2p(q, hostHash, oneShotOffset
+                PeerWindow w = successors.containsKey(q) ? successors.get(q) : own(openP2p(q, hostHash, oneShotOffset
                         + oneShotLayout.inboxOffset(1, rank)));
                 oneShotInboxes[q] = w.kernelAddress() + oneShotOffset;
             }
         }
-        // The window the predecessor does not use goes now; the other stays until close.
-        GpuWindow unused = inP2p ? hostWindow : deviceWindow;
-        if (unused != null) {
-            resources.remove(unused);
-            unused.close();
+        // A window no predecessor uses goes now; the others stay until close.
+        for (GpuWindow unused : new GpuWindow[] {receivesP2p ? null : deviceWindow, receivesStaged ? null : hostWindow}) {
+            if (unused != null) {
+                resources.remove(unused);
+                unused.close();
+            }
         }
-        if (!inP2p) {
+        if (receivesStaged) {
             hostWindowToUnlink = hostWindow;
         }
 
-        writeDevComm(deviceLayout, mine.kernelAddress(), out.kernelAddress(), channels,
+        writeDevComm(deviceLayout, recvWindows, sendWindows, channels,
                 oneShot ? oneShotLayout.inboxBytes() : 0, oneShotInboxes);
         // Auto: only where this process holds one rank. With several ranks (threads) per process, 4 ranks
         // on 2 GPUs showed calls of ~2 ms (the resident kernel's idle time) now and then: something there
@@ -296,8 +330,14 @@ public final class GpuCommunicator implements Communicator {
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && ranksInProcess == 1)) {
             resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
         }
-        links = "ring " + prev + " -> " + rank + " -> " + next + ": receives via " + (inP2p ? "P2P" : "SHM/staged")
-                + ", sends via " + out.via() + ", " + tuner.describe()
+        StringBuilder via = new StringBuilder();
+        for (Map.Entry<Integer, PeerWindow> e : successors.entrySet()) {
+            via.append(via.length() == 0 ? "" : ", ").append("to ").append(e.getKey()).append(" via ").append(e.getValue().via());
+        }
+        links = "ring " + rings.get(0).prev(rank) + " -> " + rank + " -> " + rings.get(0).next(rank)
+                + (successors.size() > 1 ? " on channel 0 (" + successors.size() + " rings)" : "") + ": receives via "
+                + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
+                + ", sends " + via + ", " + tuner.describe()
                 + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "");
         log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
     }
@@ -366,7 +406,7 @@ public final class GpuCommunicator implements Communicator {
     private PeerWindow openSuccessor(int next, boolean p2p, byte[] hostHash, ShmTransport shm) {
         RankInfo peer = infos[next];
         if (p2p) {
-            return openP2p(next, hostHash, DevCommLayout.WINDOW_PROBE);
+            return openP2p(next, hostHash, DevCommLayout.ringProbe(rank));
         }
         byte[] raw = peer.entry(ENTRY_HOST);
         if (raw == null) {
@@ -389,9 +429,13 @@ public final class GpuCommunicator implements Communicator {
         return PeerWindow.ipc(device, blob, stream, where, probeOffset);
     }
 
-    /** The kernel's view of the ring and of the one-shot inboxes (DevCommLayout), written once to device memory. */
-    private void writeDevComm(SegmentLayout layout, long myWindow, long nextWindow, int channels, long inboxBytes,
-                              long[] inboxes) {
+    /**
+     * The kernel's view of the rings and of the one-shot inboxes (DevCommLayout), written once to device
+     * memory. Channel c receives in {@code recvWindows[c]} and sends into {@code sendWindows[c]}; abort
+     * words are those of channel 0's windows, so an abort travels round channel 0's ring.
+     */
+    private void writeDevComm(SegmentLayout layout, long[] recvWindows, long[] sendWindows, int channels,
+                              long inboxBytes, long[] inboxes) {
         ChannelLayout ch = layout.channel();
         // Channel states, then the kernel's blocks-done counter on its own 64 bytes.
         long statesBytes = (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS;
@@ -402,15 +446,24 @@ public final class GpuCommunicator implements Communicator {
         b.putLong(DevCommLayout.NRANKS, size);
         b.putLong(DevCommLayout.LL_SLOT_BYTES, ch.llSlotBytes());
         b.putLong(DevCommLayout.SIMPLE_SLOT_BYTES, ch.simpleSlotBytes());
-        b.putLong(DevCommLayout.MY_STATE, myWindow + SegmentLayout.STATE_OFFSET);
-        b.putLong(DevCommLayout.NEXT_STATE, nextWindow + SegmentLayout.STATE_OFFSET);
+        b.putLong(DevCommLayout.MY_STATE, recvWindows[0] + SegmentLayout.STATE_OFFSET);
+        b.putLong(DevCommLayout.NEXT_STATE, sendWindows[0] + SegmentLayout.STATE_OFFSET);
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
         b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
+        // Each channel's ring order, for the kernels' block indices (reduce-scatter, all-gather) and root.
+        ByteBuffer orders = ByteBuffer.allocate(channels * size * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (int c = 0; c < channels; c++) {
+            for (int i = 0; i < size; i++) {
+                orders.putInt(rings.get(c).rankAt(i));
+            }
+        }
+        ringOrders = own(DeviceBuffer.allocate(device, orders.capacity(), "rank " + rank));
+        ringOrders.copyFromArray(orders.array(), orders.capacity(), stream);
         for (int c = 0; c < channels; c++) {
             int at = DevCommLayout.channel(c);
-            long recv = myWindow + layout.channelOffset(c);
-            long send = nextWindow + layout.channelOffset(c);
+            long recv = recvWindows[c] + layout.channelOffset(c);
+            long send = sendWindows[c] + layout.channelOffset(c);
             b.putLong(at + DevCommLayout.RECV_LL, recv + ch.llSlotOffset(0));
             b.putLong(at + DevCommLayout.RECV_SIMPLE, recv + ch.simpleSlotOffset(0));
             b.putLong(at + DevCommLayout.RECV_LL_HEAD, recv + ChannelLayout.LL_HEAD_OFFSET);
@@ -422,6 +475,8 @@ public final class GpuCommunicator implements Communicator {
             b.putLong(at + DevCommLayout.SEND_SIMPLE_HEAD, send + ChannelLayout.SIMPLE_HEAD_OFFSET);
             b.putLong(at + DevCommLayout.SEND_SIMPLE_TAIL, send + ChannelLayout.SIMPLE_TAIL_OFFSET);
             b.putLong(at + DevCommLayout.STATE, channelState.address() + (long) c * DevCommLayout.STATE_BYTES);
+            b.putLong(at + DevCommLayout.RING_ORDER, ringOrders.address() + (long) c * size * 4);
+            b.putLong(at + DevCommLayout.RING_POSITION, rings.get(c).positionOf(rank));
         }
         b.putLong(DevCommLayout.ONE_SHOT_INBOX_BYTES, inboxBytes);
         for (int r = 0; inboxBytes > 0 && r < size; r++) {
@@ -731,7 +786,8 @@ public final class GpuCommunicator implements Communicator {
                     + ") died; this communicator is unusable: every rank must start again with a new one");
         } else if (code == DevCommLayout.CODE_MISMATCH) {
             CollectiveHeader theirs = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_THEIR_HEADER);
-            int prev = (rank + size - 1) % size;
+            int channel = statusView.getIntVolatile(DevCommLayout.STATUS_CHANNEL);
+            int prev = rings.get(channel < rings.size() ? channel : 0).prev(rank);
             e = new CclException("rank " + rank + ": collective mismatch: this rank called " + header.describe()
                     + " but rank " + prev + " called "
                     + (theirs == null ? "something else (unreadable header)" : theirs.describe())
