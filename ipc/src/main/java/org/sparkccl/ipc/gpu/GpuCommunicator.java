@@ -514,6 +514,11 @@ public final class GpuCommunicator implements Communicator {
         return stream;
     }
 
+    /** The ring channel {@code channel} runs (logs, tests); null for a single rank or a channel past the last. */
+    Ring ring(int channel) {
+        return channel < rings.size() ? rings.get(channel) : null;
+    }
+
     /** How this rank is connected, for logs and benchmarks. */
     public String describeLinks() {
         return links;

@@ -91,7 +91,7 @@ class GpuCollectivesTest {
         assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
     }
 
-    private static void record(List<String> failures, String failure) {
+    static void record(List<String> failures, String failure) {
         if (failure != null) {
             System.out.println("WRONG: " + failure);
             failures.add(failure);
@@ -163,7 +163,7 @@ class GpuCollectivesTest {
     }
 
     /** ReduceScatter, AllGather and Broadcast (every root) at a few sizes, then a barrier. */
-    private static void otherCollectives(GpuCommunicator comm, List<String> failures) {
+    static void otherCollectives(GpuCommunicator comm, List<String> failures) {
         int n = comm.size();
         int r = comm.rank();
         for (long count : new long[] {1, 1023, 65537}) {

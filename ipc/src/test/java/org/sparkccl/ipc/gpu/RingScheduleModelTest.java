@@ -45,6 +45,24 @@ class RingScheduleModelTest {
         }
     }
 
+    /**
+     * Each channel on its own ring out of rank order, as GpuCommunicator connects them: blocks of
+     * reduce-scatter and all-gather, and the broadcast root, go by rank, chunks by ring position.
+     */
+    @Test
+    void ringsOutOfRankOrderOnEveryChannel() throws Exception {
+        List<int[]> rings = List.of(new int[] {2, 0, 3, 1}, new int[] {1, 3, 0, 2}, new int[] {0, 1, 2, 3});
+        for (long count : new long[] {7, 65537}) {
+            for (String proto : new String[] {"LL", "Simple"}) {
+                for (Kind kind : new Kind[] {Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.BROADCAST}) {
+                    for (int root : new int[] {0, 3}) {
+                        check(kind, 4, count, DataType.FLOAT32, proto, 16, root, rings);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void largeOddCountWithManyRounds() throws Exception {
         check(Kind.ALL_REDUCE, 2, 4L * 1024 * 1024 + 3, DataType.FLOAT32, "Simple", 16, 0);
@@ -53,6 +71,16 @@ class RingScheduleModelTest {
 
     private static void check(Kind kind, int n, long count, DataType type, String proto, int maxChannels, int root)
             throws Exception {
+        int[] identity = new int[n];
+        for (int i = 0; i < n; i++) {
+            identity[i] = i;
+        }
+        check(kind, n, count, type, proto, maxChannels, root, List.of(identity));
+    }
+
+    /** Channel c runs ring {@code rings.get(c mod their number)} (ring[i]: the rank at position i). */
+    private static void check(Kind kind, int n, long count, DataType type, String proto, int maxChannels, int root,
+                              List<int[]> rings) throws Exception {
         Params params = Params.defaults().withOverrides(java.util.Map.of("SPARKCCL_PROTO", proto));
         GpuPlan plan = new GpuTuner(params, SMALL, maxChannels).plan(kind, count, type, n);
         assertEquals(Protocol.fromName(proto), plan.protocol);
@@ -77,7 +105,7 @@ class RingScheduleModelTest {
             }
             java.util.Arrays.fill(recv[r], -1);
         }
-        List<List<BlockingQueue<long[]>>> links = new ArrayList<>(); // links.get(r).get(c): r -> r+1
+        List<List<BlockingQueue<long[]>>> links = new ArrayList<>(); // links.get(r).get(c): r -> its successor on c
         for (int r = 0; r < n; r++) {
             List<BlockingQueue<long[]>> perChannel = new ArrayList<>();
             for (int c = 0; c < plan.channels; c++) {
@@ -92,9 +120,16 @@ class RingScheduleModelTest {
                 for (int c = 0; c < plan.channels; c++) {
                     int rank = r;
                     int channel = c;
+                    int[] ring = rings.get(c % rings.size());
+                    int pos = 0;
+                    while (ring[pos] != rank) {
+                        pos++;
+                    }
+                    int prev = ring[(pos + n - 1) % n];
+                    int position = pos;
                     done.add(pool.submit(() -> {
-                        new ModelChannel(plan, kind, n, rank, channel, root, send[rank], recv[rank],
-                                links.get((rank + n - 1) % n).get(channel), links.get(rank).get(channel)).run();
+                        new ModelChannel(plan, kind, n, ring, position, channel, root, send[rank], recv[rank],
+                                links.get(prev).get(channel), links.get(rank).get(channel)).run();
                         return null;
                     }));
                 }
@@ -105,7 +140,7 @@ class RingScheduleModelTest {
         } finally {
             pool.shutdownNow();
         }
-        String what = kind + " n=" + n + " count=" + count + " " + type + " " + plan;
+        String what = kind + " n=" + n + " count=" + count + " " + type + " root " + root + " " + plan;
         for (int r = 0; r < n; r++) {
             long[] want = new long[recvLen];
             for (int i = 0; i < recvLen; i++) {
@@ -126,7 +161,9 @@ class RingScheduleModelTest {
         final GpuPlan p;
         final Kind kind;
         final int n;
+        final int[] ring;
         final int r;
+        final int me;
         final int c;
         final int root;
         final long[] send;
@@ -134,12 +171,15 @@ class RingScheduleModelTest {
         final BlockingQueue<long[]> in;
         final BlockingQueue<long[]> out;
 
-        ModelChannel(GpuPlan p, Kind kind, int n, int r, int c, int root, long[] send, long[] recv,
+        /** {@code r}: this rank's position in {@code ring}, as the kernel's r. */
+        ModelChannel(GpuPlan p, Kind kind, int n, int[] ring, int r, int c, int root, long[] send, long[] recv,
                      BlockingQueue<long[]> in, BlockingQueue<long[]> out) {
             this.p = p;
             this.kind = kind;
             this.n = n;
+            this.ring = ring;
             this.r = r;
+            this.me = ring[r];
             this.c = c;
             this.root = root;
             this.send = send;
@@ -167,7 +207,7 @@ class RingScheduleModelTest {
             long[] v = new long[(int) nelem];
             if (doRecv) {
                 long[] got = in.take();
-                assertEquals(nelem, got.length, "rank " + r + " channel " + c + " received a step of another size");
+                assertEquals(nelem, got.length, "rank " + me + " channel " + c + " received a step of another size");
                 v = got;
             }
             for (int i = 0; i < nelem; i++) {
@@ -186,7 +226,11 @@ class RingScheduleModelTest {
         void run() throws InterruptedException {
             long chBegin = c * p.chunkElems;
             long chLen = Math.max(0, Math.min(p.chunkElems, p.blockElems - chBegin));
-            int fromRoot = mod(r - root, n);
+            int rootPosition = 0;
+            while (rootPosition < n - 1 && ring[rootPosition] != root) {
+                rootPosition++;
+            }
+            int fromRoot = mod(r - rootPosition, n);
             boolean doRecv = kind != Kind.BROADCAST || fromRoot != 0;
             boolean doSend = kind != Kind.BROADCAST || fromRoot != n - 1;
             step(null, 0, null, 0, 4, false, doSend); // header
@@ -212,21 +256,21 @@ class RingScheduleModelTest {
                     j = mod(r + 1, n);
                     step(null, 0, recv, offset(j, rel), count(j, rel, len), true, false);
                 } else if (kind == Kind.REDUCE_SCATTER) {
-                    int j = mod(r - 1, n);
+                    int j = ring[mod(r - 1, n)];
                     step(send, offset(j, rel), null, 0, count(j, rel, len), false, true);
                     for (int k = 2; k < n; k++) {
-                        j = mod(r - k, n);
+                        j = ring[mod(r - k, n)];
                         step(send, offset(j, rel), null, 0, count(j, rel, len), true, true);
                     }
-                    j = r;
+                    j = me;
                     step(send, offset(j, rel), recv, rel, count(j, rel, len), true, false);
                 } else if (kind == Kind.ALL_GATHER) {
-                    step(send, rel, recv, offset(r, rel), count(r, rel, len), false, true);
+                    step(send, rel, recv, offset(me, rel), count(me, rel, len), false, true);
                     for (int k = 1; k < n - 1; k++) {
-                        int j = mod(r - k, n);
+                        int j = ring[mod(r - k, n)];
                         step(null, 0, recv, offset(j, rel), count(j, rel, len), true, true);
                     }
-                    int j = mod(r + 1, n);
+                    int j = ring[mod(r + 1, n)];
                     step(null, 0, recv, offset(j, rel), count(j, rel, len), true, false);
                 } else {
                     long bytes = count(0, rel, len);
