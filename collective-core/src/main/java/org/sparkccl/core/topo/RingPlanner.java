@@ -114,7 +114,9 @@ public final class RingPlanner {
             for (int c = 0; c < shown; c++) {
                 log.info(Subsys.GRAPH, "%s", ringLine(c, rings.get(c), hops));
             }
-            if (channels > shown) {
+            if (channels > shown && shown == 1) {
+                log.info(Subsys.GRAPH, "Channels %02d..%02d run ring 00 too", shown, channels - 1);
+            } else if (channels > shown) {
                 log.info(Subsys.GRAPH, "Channels %02d..%02d repeat these rings: channel c runs ring c mod %d", shown,
                         channels - 1, shown);
             }

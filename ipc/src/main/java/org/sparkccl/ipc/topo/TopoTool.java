@@ -270,7 +270,8 @@ public final class TopoTool implements Callable<Integer> {
         out.println();
         List<PciDevice> gpus = t.gpus();
         if (gpus.isEmpty()) {
-            out.println("Rings: no GPUs (ranks on host memory keep rank order)");
+            out.println("Rings: no GPUs (host-memory ranks are ringed by NUMA node, then by core, from the CPUs each"
+                    + " rank runs on)");
             return;
         }
         List<String> busIds = new ArrayList<>();
@@ -278,7 +279,8 @@ public final class TopoTool implements Callable<Integer> {
             busIds.add(g.busId());
         }
         out.println("Rings for " + gpus.size() + " rank" + (gpus.size() == 1 ? "" : "s") + ", rank r on GPU r, "
-                + channels + " channel" + (channels == 1 ? "" : "s") + ":");
+                + channels + " channel" + (channels == 1 ? "" : "s") + " (what a GPU communicator of those ranks logs"
+                + " with SPARKCCL_DEBUG=INFO; channels past " + RingPlanner.SEARCHED_RINGS + " repeat these):");
         List<Ring> rings = RingPlanner.plan(t, busIds, channels, RingSearch.ChannelMode.SPREAD, params,
                 new CclLog(0, params));
         for (int c = 0; c < rings.size(); c++) {
