@@ -40,21 +40,13 @@ class GpuRingsTest {
         return p2p;
     }
 
-    private static List<String> scrambled(List<String> gpus) {
-        List<String> out = new ArrayList<>();
-        for (int g : new int[] {5, 0, 3, 6, 1, 7, 2, 4}) {
-            out.add(gpus.get(g));
-        }
-        return out;
-    }
-
     @Test
     void theDegradedDualSocketBoxGetsTheToolsRingsOnEveryRank(@TempDir Path dir) {
         SysfsFixture f = new SysfsFixture(dir);
         List<String> gpus = SysfsFixture.dualSocketEightGpus(f, true);
         f.link(gpus.get(5), SysfsFixture.GEN3, 8, SysfsFixture.GEN4, 16);
         Topology t = SysfsReader.read(dir);
-        List<String> busIds = scrambled(gpus);
+        List<String> busIds = MachineRingsAndHealthTest.scrambled(gpus);
         Params params = Params.defaults();
 
         List<GpuLinkFacts> rows = gathered(t, busIds, true);

@@ -34,7 +34,7 @@ class MachineRingsAndHealthTest {
         return ring;
     }
 
-    private static List<String> scrambled(List<String> gpus) {
+    static List<String> scrambled(List<String> gpus) {
         List<String> out = new ArrayList<>();
         for (int g : new int[] {0, 4, 2, 6, 1, 7, 3, 5}) {
             out.add(gpus.get(g));

@@ -1,13 +1,10 @@
 package org.sparkccl.ipc.multiprocess;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.sparkccl.ipc.launch.LaunchResult;
@@ -45,20 +42,8 @@ class MultiProcessCollectivesTest {
             fail(result.failure() + tails);
         }
 
-        int expected = CollectiveMatrixRank.PROTOCOLS.size() * CollectiveMatrixRank.casesPerProtocol(large);
-        for (int r = 0; r < n; r++) {
-            assertEquals(expected, reports.cases(r).size(), "cases reported by rank " + r);
-        }
-        for (Map.Entry<String, String> c : new TreeMap<>(reports.cases(0)).entrySet()) {
-            for (int r = 0; r < n; r++) {
-                String line = reports.cases(r).get(c.getKey());
-                assertTrue(line.startsWith("wrong=0 "), "rank " + r + ", " + c.getKey() + ": " + line);
-                String crc = line.substring(line.indexOf("crc=") + 4);
-                if (!crc.equals("-")) {
-                    assertEquals(c.getValue(), line, "rank " + r + " differs from rank 0 in " + c.getKey());
-                }
-            }
-        }
+        reports.assertEveryCaseRightAndAlike(n, CollectiveMatrixRank.PROTOCOLS.size()
+                * CollectiveMatrixRank.casesPerProtocol(large));
         assertEquals(0, DevShm.leftoversOf(result).size(), "left in /dev/shm: " + DevShm.leftoversOf(result));
     }
 }

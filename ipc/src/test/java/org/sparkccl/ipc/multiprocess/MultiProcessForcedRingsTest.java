@@ -1,12 +1,9 @@
 package org.sparkccl.ipc.multiprocess;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
-import java.util.Map;
-import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.RankLauncher;
@@ -33,19 +30,8 @@ class MultiProcessForcedRingsTest {
         if (!result.succeeded()) {
             fail(result.failure() + "\n" + String.join("\n", result.outputTail(0)));
         }
-        int expected = CollectiveMatrixRank.PROTOCOLS.size() * CollectiveMatrixRank.casesPerProtocol(false);
-        for (int r = 0; r < RANKS; r++) {
-            assertEquals(expected, reports.cases(r).size(), "cases reported by rank " + r);
-        }
-        for (Map.Entry<String, String> c : new TreeMap<>(reports.cases(0)).entrySet()) {
-            for (int r = 0; r < RANKS; r++) {
-                String line = reports.cases(r).get(c.getKey());
-                assertTrue(line.startsWith("wrong=0 "), "rank " + r + ", " + c.getKey() + ": " + line);
-                if (!line.endsWith("crc=-")) {
-                    assertEquals(c.getValue(), line, "rank " + r + " differs from rank 0 in " + c.getKey());
-                }
-            }
-        }
+        reports.assertEveryCaseRightAndAlike(RANKS, CollectiveMatrixRank.PROTOCOLS.size()
+                * CollectiveMatrixRank.casesPerProtocol(false));
         assertEquals(0, DevShm.leftoversOf(result).size(), "left in /dev/shm: " + DevShm.leftoversOf(result));
     }
 }

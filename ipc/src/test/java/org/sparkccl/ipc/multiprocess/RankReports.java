@@ -1,7 +1,11 @@
 package org.sparkccl.ipc.multiprocess;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.sparkccl.ipc.launch.LaunchResult;
@@ -50,5 +54,25 @@ final class RankReports {
     /** Every rank's other lines, for failure messages. */
     Map<Integer, List<String>> allOther() {
         return other;
+    }
+
+    /**
+     * Every one of {@code ranks} ranks reported {@code expected} cases, each with no wrong element and,
+     * where it has a crc (not {@code -}), the same result line as rank 0's.
+     */
+    void assertEveryCaseRightAndAlike(int ranks, int expected) {
+        for (int r = 0; r < ranks; r++) {
+            assertEquals(expected, cases(r).size(), "cases reported by rank " + r);
+        }
+        for (Map.Entry<String, String> c : new TreeMap<>(cases(0)).entrySet()) {
+            for (int r = 0; r < ranks; r++) {
+                String line = cases(r).get(c.getKey());
+                assertTrue(line.startsWith("wrong=0 "), "rank " + r + ", " + c.getKey() + ": " + line);
+                String crc = line.substring(line.indexOf("crc=") + 4);
+                if (!crc.equals("-")) {
+                    assertEquals(c.getValue(), line, "rank " + r + " differs from rank 0 in " + c.getKey());
+                }
+            }
+        }
     }
 }
