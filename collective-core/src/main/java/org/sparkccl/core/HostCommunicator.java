@@ -179,7 +179,7 @@ public final class HostCommunicator implements Communicator {
         }
 
         if (size > 1) {
-            me = HostRingFacts.describe(me, params);
+            me = HostRingFacts.describe(me, params, log);
         }
         byte[][] gathered = bootstrap.allGather(me.encode());
         if (exposeFailure != null) {

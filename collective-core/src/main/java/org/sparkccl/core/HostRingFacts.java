@@ -3,6 +3,7 @@ package org.sparkccl.core;
 import java.util.ArrayList;
 import java.util.List;
 import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.topo.HostPlacement;
 import org.sparkccl.core.topo.HostRings;
@@ -22,9 +23,21 @@ final class HostRingFacts {
     private HostRingFacts() {
     }
 
-    /** {@code me} with this rank's placement and ring settings added. */
-    static RankInfo describe(RankInfo me, Params params) {
-        return me.withEntry(ENTRY_PLACEMENT, HostPlacement.observe(params).encode())
+    /**
+     * {@code me} with this rank's placement and ring settings added. A placement that cannot be read (a
+     * topology file that does not parse) is logged and sent as unknown: failing here, before the round,
+     * would leave the other ranks waiting for this one until the bootstrap times out.
+     */
+    static RankInfo describe(RankInfo me, Params params, CclLog log) {
+        HostPlacement placement;
+        try {
+            placement = HostPlacement.observe(params);
+        } catch (RuntimeException e) {
+            log.warn(Subsys.GRAPH, "cannot tell this rank's NUMA node (%s): the ring treats it as near every rank",
+                    e.getMessage());
+            placement = HostPlacement.of(List.of(), "");
+        }
+        return me.withEntry(ENTRY_PLACEMENT, placement.encode())
                 .withEntry(ENTRY_RING_SETTINGS, RingSettings.of(params).encode());
     }
 
