@@ -335,7 +335,8 @@ public final class GpuCommunicator implements Communicator {
             via.append(via.length() == 0 ? "" : ", ").append("to ").append(e.getKey()).append(" via ").append(e.getValue().via());
         }
         links = "ring " + rings.get(0).prev(rank) + " -> " + rank + " -> " + rings.get(0).next(rank)
-                + (successors.size() > 1 ? " on channel 0 (" + successors.size() + " rings)" : "") + ": receives via "
+                + (successors.size() > 1 ? " on channel 0 (" + successors.size() + " successors over the rings)" : "")
+                + ": receives via "
                 + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
                 + ", sends " + via + ", " + tuner.describe()
                 + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "");
