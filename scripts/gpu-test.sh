@@ -63,7 +63,10 @@ if [ "$what" = stream ]; then
   echo "junit exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
-  bench modes -- -b 8 -e 128M -f 4 -n 50 -w 10 --threads
+  bench modes -- -b 8 -e 128M -f 4 -n 50 -w 10 --threads --ranks-per-gpu 2
+  timeout 60 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
+    -b 8 -e 8M -f 32 -n 20 -w 5 -c 1 -z 0 > "$out/allreduce-perf-z0.log" 2>&1; echo "exit $?" >> "$out/allreduce-perf-z0.log"
+  cat "$out/allreduce-perf-z0.log"
   cat "$out/bench-modes.log"
 fi
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -69,7 +70,7 @@ class GpuStreamOrderedTest {
             DeviceBuffer buf = GpuTestSupport.Buffers.of().a;
             long[] offsets = {0, 64, 64 + 8 * 40_064};
             long total = offsets[2] + 8 * counts[2];
-            ByteBuffer host = ByteBuffer.allocateDirect((int) total);
+            ByteBuffer host = ByteBuffer.allocateDirect((int) total).order(ByteOrder.nativeOrder()); // as the GPU reads
             long h = BufferUtil.address(host);
             double[][] inputs = new double[2][];
             for (int r = 0; r < 2; r++) {
@@ -161,6 +162,68 @@ class GpuStreamOrderedTest {
                         record(failures, c.check(comm, user));
                     }
                 }
+            }
+        });
+        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
+    }
+
+    /** ReduceScatter, AllGather and Broadcast (every root), stream-ordered, queued together before one synchronize. */
+    @Test
+    void otherCollectivesStreamOrdered() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+            int n = comm.size();
+            int r = comm.rank();
+            DataType type = DataType.FLOAT32;
+            long size = type.size();
+            DeviceBuffer a = GpuTestSupport.Buffers.of().a;
+            DeviceBuffer b = GpuTestSupport.Buffers.of().b;
+            for (long count : new long[] {1, 1023, 65537}) {
+                long blockBytes = count * size;
+                ByteBuffer host = ByteBuffer.allocateDirect((int) (blockBytes * n));
+                long h = BufferUtil.address(host);
+                // Inputs: reduceScatter's n blocks at a, allGather's block at a + n blocks, broadcast's at b + 2 n blocks.
+                ReferenceCheck rs = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(26, count));
+                ReferenceCheck ag = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(27, count));
+                ReferenceCheck[] bc = new ReferenceCheck[n];
+                rs.fillInput(r, h, 0, count * n);
+                a.copyFromHost(0, h, blockBytes * n, comm.stream());
+                ag.fillInput(r, h, 0, count);
+                a.copyFromHost(blockBytes * n, h, blockBytes, comm.stream());
+                GpuTestSupport.poison(b, comm);
+                try (CudaStream user = new CudaStream(comm.device(), "test stream")) {
+                    comm.reduceScatter(a.address(), b.address(), count, type, ReduceOp.SUM, user);
+                    comm.allGather(a.address() + blockBytes * n, b.address() + blockBytes, count, type, user);
+                    for (int root = 0; root < n; root++) {
+                        bc[root] = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(28, count, root));
+                        bc[root].fillInput(r, h, 0, count);
+                        long at = b.address() + blockBytes * (1 + n + root);
+                        b.copyFromHost(blockBytes * (1 + n + root), h, blockBytes, user);
+                        comm.broadcast(at, at, count, type, root, user);
+                    }
+                    comm.synchronize(user);
+                }
+                b.copyToHost(0, h, blockBytes, comm.stream());
+                ReferenceCheck.Result res = rs.checkReduced(h, r * count, count);
+                if (res.wrong() != 0) {
+                    failures.add("reduceScatter rank " + r + " count " + count + ": " + res);
+                }
+                b.copyToHost(blockBytes, h, blockBytes * n, comm.stream());
+                for (int q = 0; q < n; q++) {
+                    ReferenceCheck.Result g = ag.checkCopy(q, h + q * blockBytes, 0, count);
+                    if (g.wrong() != 0) {
+                        failures.add("allGather rank " + r + " block " + q + " count " + count + ": " + g);
+                    }
+                }
+                for (int root = 0; root < n; root++) {
+                    b.copyToHost(blockBytes * (1 + n + root), h, blockBytes, comm.stream());
+                    ReferenceCheck.Result c = bc[root].checkCopy(root, h, 0, count);
+                    if (c.wrong() != 0) {
+                        failures.add("broadcast root " + root + " rank " + r + " count " + count + ": " + c);
+                    }
+                }
+                java.lang.ref.Reference.reachabilityFence(host);
             }
         });
         assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
