@@ -167,7 +167,12 @@ class GpuStreamOrderedTest {
         assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
     }
 
-    /** ReduceScatter, AllGather and Broadcast (every root), stream-ordered, queued together before one synchronize. */
+    /**
+     * ReduceScatter, AllGather and Broadcast (every root), stream-ordered, queued together before one
+     * synchronize. Every input is copied up before the first call is queued: a copy from pageable host
+     * memory queued behind a collective that waits for a peer sharing this GPU stalled that peer's
+     * launches in the first version of this test (the collective timed out).
+     */
     @Test
     void otherCollectivesStreamOrdered() throws Exception {
         GpuTestSupport.assumeGpus(1);
@@ -176,30 +181,32 @@ class GpuStreamOrderedTest {
             int n = comm.size();
             int r = comm.rank();
             DataType type = DataType.FLOAT32;
-            long size = type.size();
             DeviceBuffer a = GpuTestSupport.Buffers.of().a;
             DeviceBuffer b = GpuTestSupport.Buffers.of().b;
             for (long count : new long[] {1, 1023, 65537}) {
-                long blockBytes = count * size;
+                long blockBytes = count * type.size();
                 ByteBuffer host = ByteBuffer.allocateDirect((int) (blockBytes * n));
                 long h = BufferUtil.address(host);
-                // Inputs: reduceScatter's n blocks at a, allGather's block at a + n blocks, broadcast's at b + 2 n blocks.
+                // At a: reduceScatter's n blocks, then allGather's block. At b: reduceScatter's output block,
+                // allGather's n blocks, then one block per broadcast root (in place).
                 ReferenceCheck rs = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(26, count));
                 ReferenceCheck ag = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(27, count));
                 ReferenceCheck[] bc = new ReferenceCheck[n];
+                GpuTestSupport.poison(b, comm);
                 rs.fillInput(r, h, 0, count * n);
                 a.copyFromHost(0, h, blockBytes * n, comm.stream());
                 ag.fillInput(r, h, 0, count);
                 a.copyFromHost(blockBytes * n, h, blockBytes, comm.stream());
-                GpuTestSupport.poison(b, comm);
+                for (int root = 0; root < n; root++) {
+                    bc[root] = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(28, count, root));
+                    bc[root].fillInput(r, h, 0, count);
+                    b.copyFromHost(blockBytes * (1 + n + root), h, blockBytes, comm.stream());
+                }
                 try (CudaStream user = new CudaStream(comm.device(), "test stream")) {
                     comm.reduceScatter(a.address(), b.address(), count, type, ReduceOp.SUM, user);
                     comm.allGather(a.address() + blockBytes * n, b.address() + blockBytes, count, type, user);
                     for (int root = 0; root < n; root++) {
-                        bc[root] = new ReferenceCheck(type, ReduceOp.SUM, n, ReferenceCheck.seed(28, count, root));
-                        bc[root].fillInput(r, h, 0, count);
                         long at = b.address() + blockBytes * (1 + n + root);
-                        b.copyFromHost(blockBytes * (1 + n + root), h, blockBytes, user);
                         comm.broadcast(at, at, count, type, root, user);
                     }
                     comm.synchronize(user);
