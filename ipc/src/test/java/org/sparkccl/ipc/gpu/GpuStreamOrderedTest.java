@@ -41,17 +41,14 @@ class GpuStreamOrderedTest {
                     for (ReduceOp op : ReduceOp.values()) {
                         for (long count : COUNTS) {
                             boolean inPlace = (k++ & 1) == 0;
-                            Checked c = Checked.prepare(comm, user, type, op, count, inPlace,
-                                    ReferenceCheck.seed(21, type, op, count), 0);
-                            comm.allReduce(c.call.send(), c.call.recv(), count, type, op, user);
-                            comm.synchronize(user);
-                            record(failures, c.check(comm, user));
+                            record(failures, streamOrderedAllReduce(comm, user, type, op, count, inPlace,
+                                    ReferenceCheck.seed(21, type, op, count), 0));
                         }
                     }
                 }
             }
         });
-        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
+        assertNoFailures(failures);
     }
 
     /**
@@ -155,16 +152,13 @@ class GpuStreamOrderedTest {
                         record(failures, GpuTestSupport.allReduceAndCheck(comm, DataType.FLOAT32, ReduceOp.SUM, 513,
                                 false, ReferenceCheck.seed(23, replay)));
                     } else if (replay % 3 == 2) {
-                        Checked c = Checked.prepare(comm, user, DataType.FLOAT64, ReduceOp.MIN, 4099, true,
-                                ReferenceCheck.seed(24, replay), 10L << 20);
-                        comm.allReduce(c.call.send(), c.call.recv(), 4099, DataType.FLOAT64, ReduceOp.MIN, user);
-                        comm.synchronize(user);
-                        record(failures, c.check(comm, user));
+                        record(failures, streamOrderedAllReduce(comm, user, DataType.FLOAT64, ReduceOp.MIN, 4099, true,
+                                ReferenceCheck.seed(24, replay), 10L << 20));
                     }
                 }
             }
         });
-        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
+        assertNoFailures(failures);
     }
 
     /**
@@ -233,7 +227,7 @@ class GpuStreamOrderedTest {
                 java.lang.ref.Reference.reachabilityFence(host);
             }
         });
-        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
+        assertNoFailures(failures);
     }
 
     /** One rank queues a different count: both ranks fail, at synchronize, naming both calls. */
@@ -284,6 +278,24 @@ class GpuStreamOrderedTest {
             d[i] = random.nextDouble(-1000, 1000);
         }
         return d;
+    }
+
+    /**
+     * One checked stream-ordered all-reduce on the test buffers at {@code offset}: inputs up, the call,
+     * synchronize, output down; the failure described, or null.
+     */
+    private static String streamOrderedAllReduce(GpuCommunicator comm, CudaStream user, DataType type, ReduceOp op,
+                                                 long count, boolean inPlace, long seed, long offset) {
+        GpuTestSupport.Buffers buffers = GpuTestSupport.Buffers.of();
+        Call call = new Call(type, op, count, buffers.a, offset, inPlace ? buffers.a : buffers.b, offset);
+        ReferenceCheck reference = call.fill(comm, user, seed);
+        comm.allReduce(call.send(), call.recv(), count, type, op, user);
+        comm.synchronize(user);
+        return call.check(comm, user, reference, "stream-ordered" + (inPlace ? " in place" : ""));
+    }
+
+    private static void assertNoFailures(List<String> failures) {
+        assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
     }
 
     private static void record(List<String> failures, String failure) {
@@ -349,28 +361,6 @@ class GpuStreamOrderedTest {
             java.lang.ref.Reference.reachabilityFence(host);
             return result.wrong() == 0 ? null : "rank " + comm.rank() + " " + when + " " + type.ncclName() + " "
                     + op.ncclName() + " count " + count + ": " + result;
-        }
-    }
-
-    /** One checked stream-ordered call's buffers: input filled, output poisoned (out of place). */
-    private static final class Checked {
-        final Call call;
-        final ReferenceCheck reference;
-
-        private Checked(Call call, ReferenceCheck reference) {
-            this.call = call;
-            this.reference = reference;
-        }
-
-        static Checked prepare(GpuCommunicator comm, CudaStream on, DataType type, ReduceOp op, long count,
-                               boolean inPlace, long seed, long offset) {
-            GpuTestSupport.Buffers buffers = GpuTestSupport.Buffers.of();
-            Call call = new Call(type, op, count, buffers.a, offset, inPlace ? buffers.a : buffers.b, offset);
-            return new Checked(call, call.fill(comm, on, seed));
-        }
-
-        String check(GpuCommunicator comm, CudaStream on) {
-            return call.check(comm, on, reference, "stream-ordered" + (call.send() == call.recv() ? " in place" : ""));
         }
     }
 }
