@@ -52,13 +52,15 @@ bench() { # label, env..., then args after --
 }
 
 if [ "$what" = stream ]; then
-  # Stream-ordered calls and CUDA graphs: their tests, the collective tests the kernel change touches, then
-  # the three modes timed (2 ranks as threads: on one GPU they run concurrently).
+  # Stream-ordered calls and CUDA graphs: their tests, the collective tests the kernel change touches, the
+  # trainer's (its MLP steps overlap two bucket all-reduces with the backward pass), then the three modes
+  # timed (2 ranks as threads: on one GPU they run concurrently) and allreduce-perf -z 0.
   echo "== JUnit (stream-ordered, collectives)"
   start=$(date +%s)
   timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
     --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.gpu.GpuStreamOrderedTest \
-    --select-class org.sparkccl.ipc.gpu.GpuCollectivesTest --include-tag gpu --details=tree --disable-banner \
+    --select-class org.sparkccl.ipc.gpu.GpuCollectivesTest --select-class org.sparkccl.ipc.train.GpuModelTrainerTest \
+    --include-tag gpu --details=tree --disable-banner \
     --disable-ansi-colors --reports-dir "$out/junit" > "$out/junit.log" 2>&1
   echo "junit exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
