@@ -29,8 +29,9 @@ if [ ! -f "$console" ]; then
 fi
 cp "$console" "$dest/junit-console.jar"
 if [ ! -f "$dest/jre.tgz" ]; then
-  # jdk.incubator.vector: Spark's JVM options (scripts/spark-jvm-options) add that module.
-  bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management,jdk.incubator.vector
+  # jdk.incubator.vector: Spark's JVM options (scripts/spark-jvm-options) add that module. java.desktop:
+  # allreduce-perf draws with JFreeChart (java.beans), and failed without it on the GPU machine.
+  bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management,jdk.incubator.vector,java.desktop
 fi
 cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py "$dest/"
 du -sh "$dest"

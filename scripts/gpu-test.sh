@@ -51,6 +51,27 @@ bench() { # label, env..., then args after --
   echo "exit $?" >> "$out/bench-$label.log"
 }
 
+if [ "$what" = stream ]; then
+  # Stream-ordered calls and CUDA graphs: their tests, the collective tests the kernel change touches, the
+  # trainer's (its MLP steps overlap two bucket all-reduces with the backward pass), then the three modes
+  # timed (2 ranks as threads: on one GPU they run concurrently) and allreduce-perf -z 0.
+  echo "== JUnit (stream-ordered, collectives)"
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.gpu.GpuStreamOrderedTest \
+    --select-class org.sparkccl.ipc.gpu.GpuCollectivesTest --select-class org.sparkccl.ipc.train.GpuModelTrainerTest \
+    --include-tag gpu --details=tree --disable-banner \
+    --disable-ansi-colors --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+  bench modes -- -b 8 -e 128M -f 4 -n 50 -w 10 --threads --ranks-per-gpu 2
+  timeout 60 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
+    -b 8 -e 8M -f 32 -n 20 -w 5 -c 1 -z 0 > "$out/allreduce-perf-z0.log" 2>&1; echo "exit $?" >> "$out/allreduce-perf-z0.log"
+  cat "$out/allreduce-perf-z0.log"
+  cat "$out/bench-modes.log"
+fi
+
 if [ "$what" = quick ]; then
   bench auto -- -b 8 -e 64M -f 8 -n 20 -w 5
   bench threads -- -b 8 -e 64M -f 8 -n 20 -w 5 --threads

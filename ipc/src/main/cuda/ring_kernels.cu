@@ -29,9 +29,9 @@ enum { KIND_ALL_REDUCE = 0, KIND_REDUCE_SCATTER = 1, KIND_ALL_GATHER = 2, KIND_B
 enum { OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_AVG = 4 };
 // Status block codes (GpuStatus.java).
 enum { STATUS_OK = 0, STATUS_MISMATCH = 1, STATUS_PEER_ABORT = 2, STATUS_TIMEOUT = 3, STATUS_HOST_ABORT = 4 };
-// Host status block words (int index; DevCommLayout.STATUS_*): the finished sequence number and the
-// kernel's start and end time (globaltimer ns, 64-bit at int 26 and 28).
-enum { STATUS_WORD_DONE_SEQ = 24, STATUS_WORD_START_NS = 26, STATUS_WORD_END_NS = 28 };
+// Host status block words (int index; DevCommLayout.STATUS_*): the ticket of the call that failed first,
+// the finished call's ticket and the kernel's start and end time (globaltimer ns, 64-bit at int 26 and 28).
+enum { STATUS_WORD_FAILED_TICKET = 3, STATUS_WORD_DONE_SEQ = 24, STATUS_WORD_START_NS = 26, STATUS_WORD_END_NS = 28 };
 
 // ---- Layouts shared with Java (DevCommLayout.java): every field 8 bytes, little-endian. ----------
 
@@ -79,7 +79,8 @@ struct DevComm {
     uint64_t hostStatus;       // int[32] in mapped pinned host memory: [0] host abort request, [1..] status
     uint64_t timeoutNs;
     uint64_t blocksDone;       // u32 in device memory: blocks of the running kernel that finished
-    uint64_t pad[7];
+    uint64_t calls;            // u32[2] in device memory: collectives this rank ran, one-shot ones among them
+    uint64_t pad[6];
     ChannelPtrs ch[SCCL_MAX_CHANNELS];
     OneShotPtrs oneShot;
 };
@@ -94,9 +95,10 @@ struct CollArgs {
     uint64_t totalElems;  // elements in the whole buffer that blocks cut
     uint64_t chunkElems;  // elements of each block that one channel carries
     uint64_t sliceElems;  // elements per step
-    uint32_t seq, kind, type, op;
+    uint32_t ticket;      // the host's number for this call: reported as done, named in errors (frozen in a graph)
+    uint32_t kind, type, op;
     uint32_t proto, root, nchannels;
-    uint32_t oneShotCall;  // one-shot all-reduce: this rank's count of one-shot calls before this one
+    uint32_t pad;
 };
 
 static_assert(sizeof(ChannelPtrs) == 128, "ChannelPtrs layout");
@@ -287,6 +289,7 @@ struct Waiter {
     volatile int* aborted;  // shared memory: this block gave up
     uint64_t start;
     uint64_t timeoutNs;
+    uint32_t ticket;  // the call's CollArgs.ticket, recorded with the first failure
 
     // Called once per failed poll; true means stop waiting (the caller carries on without the data).
     __device__ __forceinline__ bool check(int spins) {
@@ -307,6 +310,7 @@ struct Waiter {
         if (hostStatus[1] == 0) {
             hostStatus[1] = code;
             hostStatus[2] = blockIdx.x;
+            hostStatus[STATUS_WORD_FAILED_TICKET] = (int32_t)ticket;
         }
         *myState = 1;
         *nextState = 1;
@@ -691,25 +695,49 @@ struct Cut {
 // Every block's results are fenced to system scope before it counts itself.
 // The completion report the host polls (every kernel's, launched or resident): the end time, then
 // the call's sequence number with a system-scope release. The caller has fenced its block's results.
-__device__ void reportDone(volatile int32_t* hostStatus, uint32_t seq) {
+__device__ void reportDone(volatile int32_t* hostStatus, uint32_t ticket) {
     *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
     __threadfence_system();
-    stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)seq);
+    stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
 }
 
-__device__ void finish(const DevComm* comm, uint32_t seq, volatile int32_t* hostStatus) {
+// A call's numbers, counted in device memory by the kernels themselves (DevComm.calls), not passed by
+// the host: a kernel replayed from a CUDA graph keeps the CollArgs of its capture, but each replay must
+// carry the next sequence number in its header and use the next one-shot inbox parity and flag. Every
+// block reads them at its start; the block that ends the call counts it, after every block has read.
+struct CallNumbers {
+    uint32_t seq;          // the header's sequence number: 1 + the collectives this rank ran before
+    uint32_t oneShotCall;  // one-shot all-reduces this rank ran before this one
+};
+
+__device__ __forceinline__ CallNumbers callNumbers(const DevComm* comm) {
+    const volatile uint32_t* calls = (const volatile uint32_t*)comm->calls;
+    CallNumbers n;
+    n.seq = calls[0] + 1u;
+    n.oneShotCall = calls[1];
+    return n;
+}
+
+__device__ __forceinline__ void countCall(const DevComm* comm, bool oneShot) {
+    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
+    calls[0] = calls[0] + 1u;
+    if (oneShot) calls[1] = calls[1] + 1u;
+}
+
+__device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus) {
     __threadfence_system();
     unsigned int* done = (unsigned int*)comm->blocksDone;
     if (atomicAdd(done, 1u) == gridDim.x - 1) {
         atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
-        reportDone(hostStatus, seq);
+        countCall(comm, oneShot);
+        reportDone(hostStatus, ticket);  // its system fence orders the counts before the done word
     }
 }
 
 // Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
 // raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
 // its data could be a failed peer's leftovers.
-__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared) {
+__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket) {
     if (threadIdx.x == 0) *abortedShared = 0;
     __syncthreads();
     Waiter w;
@@ -719,6 +747,7 @@ __device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared) 
     w.aborted = (volatile int*)abortedShared;
     w.start = globalTimerNs();
     w.timeoutNs = comm->timeoutNs;
+    w.ticket = ticket;
     if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
     if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
     __syncthreads();
@@ -738,7 +767,8 @@ __device__ void ringKernel(const CollArgs& a) {
     const int r = (int)comm->ch[c].ringPosition;
     const int* ring = (const int*)comm->ch[c].ringOrder;
     const int me = ring[r];
-    Waiter w = startKernel(comm, &abortedShared);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket);
+    const CallNumbers calls = callNumbers(comm);
 
     Channel<RED> ch;
     ch.load(comm, c, SIMPLE, (int)a.op, w);
@@ -759,7 +789,7 @@ __device__ void ringKernel(const CollArgs& a) {
     const bool doRecv = a.kind == KIND_BROADCAST ? fromRoot != 0 : true;
     const bool doSend = a.kind == KIND_BROADCAST ? fromRoot != n - 1 : true;
 
-    const uint32_t header[8] = {a.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
+    const uint32_t header[8] = {calls.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
     ch.exchangeHeader(header, doRecv, doSend);
 
     Cut cut;
@@ -814,7 +844,7 @@ __device__ void ringKernel(const CollArgs& a) {
         }
     }
     ch.save();
-    if (threadIdx.x == 0) finish(comm, a.seq, w.hostStatus);
+    if (threadIdx.x == 0) finish(comm, a.ticket, false, w.hostStatus);
 }
 
 
@@ -879,8 +909,9 @@ __device__ void oneShotBody(const CollArgs& a, const DevComm* comm, Waiter& w) {
     const int64_t per = (nlines + gridDim.x - 1) / gridDim.x;
     const int64_t first = min64(nlines, (int64_t)blockIdx.x * per);
     const int64_t end = min64(nlines, first + per);
-    const uint32_t flag = 2u * a.oneShotCall + 1u;
-    const int parity = (int)(a.oneShotCall & 1u);
+    const CallNumbers calls = callNumbers(comm);
+    const uint32_t flag = 2u * calls.oneShotCall + 1u;
+    const int parity = (int)(calls.oneShotCall & 1u);
     const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
     const char* send = (const char*)a.send;
 
@@ -902,7 +933,7 @@ __device__ void oneShotBody(const CollArgs& a, const DevComm* comm, Waiter& w) {
     if (blockIdx.x == 0) {
         Channel<RED> ch;
         ch.load(comm, 0, false, (int)a.op, w);
-        const uint32_t header[8] = {a.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
+        const uint32_t header[8] = {calls.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
         ch.exchangeHeader(header, true, true);
         ch.save();
     }
@@ -921,9 +952,9 @@ template <template <int> class RED>
 __device__ void oneShotKernel(const CollArgs& a) {
     __shared__ volatile int abortedShared;
     const DevComm* comm = (const DevComm*)a.comm;
-    Waiter w = startKernel(comm, &abortedShared);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket);
     oneShotBody<RED>(a, comm, w);
-    if (threadIdx.x == 0) finish(comm, a.seq, w.hostStatus);
+    if (threadIdx.x == 0) finish(comm, a.ticket, true, w.hostStatus);
 }
 
 // ---- The resident one-shot kernel: small all-reduces without a launch per call. -------------------
@@ -984,7 +1015,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         }
         __syncthreads();
         const CollArgs a = args;
-        Waiter w = startKernel(comm, &abortedShared);
+        Waiter w = startKernel(comm, &abortedShared, a.ticket);
         switch (a.type) {
             case 0: oneShotBody<RedF32>(a, comm, w); break;
             case 1: oneShotBody<RedF64>(a, comm, w); break;
@@ -996,8 +1027,9 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
             default: oneShotBody<RedU8>(a, comm, w); break;
         }
         if (threadIdx.x == 0) {
+            countCall(comm, true);  // oneShotBody ended with a barrier: every thread has read the numbers
             __threadfence_system();
-            reportDone(hostStatus, a.seq);
+            reportDone(hostStatus, a.ticket);
         }
         last = seq;
         idleSince = globalTimerNs();

@@ -2,6 +2,7 @@ package org.sparkccl.ipc.cuda;
 
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamCaptureStatus;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
 
@@ -42,6 +43,22 @@ public final class CudaStream implements AutoCloseable {
 
     public void synchronize() {
         Cuda.check(JCudaDriver.cuStreamSynchronize(stream), "cuStreamSynchronize", where);
+    }
+
+    /** Makes work queued on this stream from now on wait for {@code event}'s last record. */
+    public void waitFor(CudaEvent event) {
+        Cuda.check(JCudaDriver.cuStreamWaitEvent(stream, event.handle(), 0), "cuStreamWaitEvent", where);
+    }
+
+    /** True while the stream's work is being captured into a CUDA graph (then it runs nothing). */
+    public boolean isCapturing() {
+        int[] status = new int[1];
+        Cuda.check(JCudaDriver.cuStreamIsCapturing(stream, status), "cuStreamIsCapturing", where);
+        return status[0] != CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+
+    public boolean isClosed() {
+        return closed;
     }
 
     @Override

@@ -10,7 +10,8 @@ import org.sparkccl.core.proto.SegmentLayout;
  *  DevComm (device memory, written once at connect)
  *    0 rank   8 nranks   16 LL slot bytes   24 Simple slot bytes
  *   32 my abort word (u32*)   40 next rank's abort word   48 host status block (int[32], mapped)
- *   56 timeout in ns          64 blocks-done counter (u32*, device memory)   72..127 unused
+ *   56 timeout in ns          64 blocks-done counter (u32*, device memory)
+ *   72 call counters (u32[2]*, device memory: collectives run, one-shot all-reduces among them)   80..127 unused
  *  128 + 128 * c: channel c
  *    0 recv LL slots   8 recv Simple slots   16 recv LL head   24 recv Simple head   32 recv Simple tail
  *   40 send LL slots  48 send Simple slots   56 send LL head   64 send Simple head   72 send Simple tail
@@ -44,6 +45,7 @@ final class DevCommLayout {
     static final int HOST_STATUS = 48;
     static final int TIMEOUT_NS = 56;
     static final int BLOCKS_DONE = 64;
+    static final int CALLS = 72;
 
     static final int RECV_LL = 0;
     static final int RECV_SIMPLE = 8;
@@ -68,21 +70,27 @@ final class DevCommLayout {
     static final int ARG_TOTAL = 40;
     static final int ARG_CHUNK = 48;
     static final int ARG_SLICE = 56;
-    static final int ARG_SEQ = 64;
+    /**
+     * The host's number for the call: the kernel reports it in the done word and records it with a failure.
+     * The header's sequence number and the one-shot parity come from the call counters in device memory
+     * instead, which the kernels advance themselves, so that a call replayed from a CUDA graph (whose
+     * arguments are those of its capture) still takes the next ones.
+     */
+    static final int ARG_TICKET = 64;
     static final int ARG_KIND = 68;
     static final int ARG_TYPE = 72;
     static final int ARG_OP = 76;
     static final int ARG_PROTO = 80;
     static final int ARG_ROOT = 84;
     static final int ARG_NCHANNELS = 88;
-    /** One-shot all-reduce: how many one-shot calls this rank made before this one (inbox parity, flag). */
-    static final int ARG_ONE_SHOT_CALL = 92;
 
     /** Host status block (int[32] in mapped pinned memory): what the kernel tells the host. */
     static final int STATUS_BYTES = 128;
     static final int STATUS_HOST_ABORT = 0;
     static final int STATUS_CODE = 4;
     static final int STATUS_CHANNEL = 8;
+    /** The ticket (ARG_TICKET) of the call whose kernel failed first. */
+    static final int STATUS_FAILED_TICKET = 12;
     static final int STATUS_THEIR_HEADER = 32;
     static final int STATUS_MY_HEADER = 64;
     /** The sequence number of the last collective whose kernel finished (written by its last block). */

@@ -12,6 +12,8 @@ import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.ipc.cuda.CudaGraph;
+import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.launch.LaunchedRank;
@@ -25,15 +27,19 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * AllReduce on GPUs, timed from the Java call to its return (each call is synchronous), in
- * nccl-tests' columns: {@code size count type time(us) algbw busbw wrong}, then the mean host time of the
- * launch call and the mean GPU time of the kernel (first block start to last block end). Ranks are processes (one
+ * AllReduce on GPUs in three modes, as nccl-tests reports its blocking flag and CUDA graphs: blocking
+ * calls timed from the Java call to its return, in nccl-tests' columns {@code size count type time(us)
+ * algbw busbw wrong}, then the mean host time of the launch call and the mean GPU time of the kernel
+ * (first block start to last block end); then stream-ordered calls ({@code -n} queued back to back on one
+ * stream, one synchronize, time / n) and the same {@code -n} calls captured in a CUDA graph and replayed
+ * ({@code --graph-launches} replays, time / calls), each with its busbw. Every mode's output is checked
+ * against the float64 / exact reference; {@code wrong} counts all three. Ranks are processes (one
  * per rank, {@link RankLauncher}) or threads of this JVM ({@code --threads}); rank r uses GPU
  * r mod gpus, so {@code --ranks-per-gpu K} gives K ranks per GPU.
  *
  * <pre>
  *   GpuAllReduceBench [-b 8] [-e 256M] [-f 2] [-g GPUS] [--ranks-per-gpu K] [-n iters] [-w warmup]
- *                     [-d float] [-o sum] [--threads]
+ *                     [-d float] [-o sum] [--threads] [--blocking-only] [--graph-launches 3]
  * </pre>
  * SPARKCCL_* settings (PROTO, NCHANNELS, P2P_DISABLE, BUFFSIZE, LL_THRESHOLD) apply.
  */
@@ -77,15 +83,22 @@ public final class GpuAllReduceBench implements Callable<Integer> {
     @Option(names = "--threads", description = "ranks as threads of this JVM instead of one process each")
     private boolean threads;
 
+    @Option(names = "--blocking-only", description = "time blocking calls only (no stream-ordered or graph columns)")
+    private boolean blockingOnly;
+
+    @Option(names = "--graph-launches", defaultValue = "3", description = "timed replays of the graph of -n calls")
+    private int graphLaunches;
+
     public static void main(String[] args) {
         System.exit(new CommandLine(new GpuAllReduceBench()).execute(args));
     }
 
     @Override
     public Integer call() throws Exception {
-        if (factor < 1 || iters < 1 || warmup < 0 || ranksPerGpu < 1 || minBytes < 1 || maxBytes < minBytes) {
-            throw new ParameterException(spec.commandLine(), "need -f >= 1, -n >= 1, -w >= 0, --ranks-per-gpu >= 1"
-                    + " and 1 <= -b <= -e");
+        if (factor < 1 || iters < 1 || warmup < 0 || ranksPerGpu < 1 || minBytes < 1 || maxBytes < minBytes
+                || graphLaunches < 1) {
+            throw new ParameterException(spec.commandLine(), "need -f >= 1, -n >= 1, -w >= 0, --ranks-per-gpu >= 1,"
+                    + " --graph-launches >= 1 and 1 <= -b <= -e");
         }
         return run();
     }
@@ -125,13 +138,15 @@ public final class GpuAllReduceBench implements Callable<Integer> {
         boolean print = bootstrap.rank() == 0;
         try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, device, params);
              DeviceBuffer send = DeviceBuffer.allocate(comm.device(), Math.max(maxBytes, 64), "bench");
-             DeviceBuffer recv = DeviceBuffer.allocate(comm.device(), Math.max(maxBytes, 64), "bench")) {
+             DeviceBuffer recv = DeviceBuffer.allocate(comm.device(), Math.max(maxBytes, 64), "bench");
+             CudaStream user = new CudaStream(comm.device(), "bench stream")) {
             if (print) {
                 System.out.printf(Locale.ROOT, "# sparkccl GPU allreduce: %d rank(s), %s, %s%n", comm.size(),
                         threads ? "threads of one JVM" : "one process per rank", comm.describeLinks());
                 System.out.printf(Locale.ROOT, "# settings: %s%n", params.describeSet());
-                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s %10s %10s%n", "size(B)", "count",
-                        "type", "proto", "time(us)", "algbw", "busbw", "wrong", "launch(us)", "kernel(us)");
+                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s %10s %10s %10s %9s %10s %9s%n",
+                        "size(B)", "count", "type", "proto", "time(us)", "algbw", "busbw", "wrong", "launch(us)",
+                        "kernel(us)", "stream(us)", "busbw", "graph(us)", "busbw");
             }
             // A fresh JVM: the call path is interpreted for its first thousand calls or so.
             for (int i = 0; i < 2000; i++) {
@@ -140,8 +155,10 @@ public final class GpuAllReduceBench implements Callable<Integer> {
             for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
                 long count = Math.max(1, bytes / type.size());
                 long size = count * type.size();
-                long wrong = check(comm, send, recv, count, size);
-                wrongTotal += wrong;
+                ReferenceCheck reference = new ReferenceCheck(type, op, comm.size(), ReferenceCheck.seed(42, count));
+                fillInput(comm, reference, send, count, size);
+                long wrong = checked(comm, reference, recv, count, size,
+                        () -> comm.allReduce(send.address(), recv.address(), count, type, op));
                 for (int i = 0; i < warmup; i++) {
                     comm.allReduce(send.address(), recv.address(), count, type, op);
                 }
@@ -159,11 +176,20 @@ public final class GpuAllReduceBench implements Callable<Integer> {
                 }
                 double us = (System.nanoTime() - t0) / 1e3 / iters;
                 double algbw = size / us / 1e3;
-                double busbw = algbw * 2.0 * (comm.size() - 1) / comm.size();
+                double busbw = busBandwidth(comm, size, us);
+                String streamed = "";
+                if (!blockingOnly) {
+                    Timed stream = streamOrdered(bootstrap, comm, reference, send, recv, user, count, size);
+                    Timed graph = graphReplayed(bootstrap, comm, reference, send, recv, user, count, size);
+                    wrong += stream.wrong + graph.wrong;
+                    streamed = String.format(Locale.ROOT, " %10.2f %9.2f %10.2f %9.2f", stream.us,
+                            busBandwidth(comm, size, stream.us), graph.us, busBandwidth(comm, size, graph.us));
+                }
+                wrongTotal += wrong;
                 if (print) {
-                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f%n", size,
+                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f%s%n", size,
                             count, type.ncclName(), comm.algorithmFor(count, type), us, algbw, busbw, wrong,
-                            launchNanos / 1e3 / iters, kernelNanos / 1e3 / iters);
+                            launchNanos / 1e3 / iters, kernelNanos / 1e3 / iters, streamed);
                 }
                 if (factor <= 1) {
                     break;
@@ -176,20 +202,90 @@ public final class GpuAllReduceBench implements Callable<Integer> {
         return wrongTotal;
     }
 
-    /** One checked call: inputs from ReferenceCheck, output compared with the float64 / exact reference. */
-    private long check(GpuCommunicator comm, DeviceBuffer send, DeviceBuffer recv, long count, long size) {
-        ReferenceCheck check = new ReferenceCheck(type, op, comm.size(), ReferenceCheck.seed(42, count));
+    private static double busBandwidth(GpuCommunicator comm, long size, double us) {
+        return size / us / 1e3 * 2.0 * (comm.size() - 1) / comm.size();
+    }
+
+    /** This rank's input for {@code reference}; the timed calls of every mode reduce it (out of place). */
+    private static void fillInput(GpuCommunicator comm, ReferenceCheck reference, DeviceBuffer send, long count,
+                                  long size) {
         ByteBuffer host = ByteBuffer.allocateDirect((int) size);
         long h = BufferUtil.address(host);
-        check.fillInput(comm.rank(), h, 0, count);
+        reference.fillInput(comm.rank(), h, 0, count);
         send.copyFromHost(0, h, size, comm.stream());
-        recv.fill((byte) 0x7f, comm.stream());
-        comm.allReduce(send.address(), recv.address(), count, type, op);
-        recv.copyToHost(0, h, size, comm.stream());
-        long wrong = check.checkReduced(h, 0, count).wrong();
         java.lang.ref.Reference.reachabilityFence(host);
-        // Inputs of the timed calls stay these; their values do not matter for speed.
+    }
+
+    /**
+     * Poisons the output, runs {@code calls} (which end with the output complete), and returns the number
+     * of output elements that differ from the float64 / exact reference.
+     */
+    private static long checked(GpuCommunicator comm, ReferenceCheck reference, DeviceBuffer recv, long count,
+                                long size, Runnable calls) {
+        recv.fill((byte) 0x7f, comm.stream());
+        calls.run();
+        ByteBuffer host = ByteBuffer.allocateDirect((int) size);
+        long h = BufferUtil.address(host);
+        recv.copyToHost(0, h, size, comm.stream());
+        long wrong = reference.checkReduced(h, 0, count).wrong();
+        java.lang.ref.Reference.reachabilityFence(host);
         return wrong;
+    }
+
+    /** Mean time of one call and the wrong elements of the timed calls' output. */
+    private record Timed(double us, long wrong) {
+    }
+
+    /** {@code -n} stream-ordered calls queued back to back, one synchronize: time / n, output checked. */
+    private Timed streamOrdered(Bootstrap bootstrap, GpuCommunicator comm, ReferenceCheck reference, DeviceBuffer send,
+                                DeviceBuffer recv, CudaStream user, long count, long size) {
+        for (int i = 0; i < warmup; i++) {
+            comm.allReduce(send.address(), recv.address(), count, type, op, user);
+        }
+        comm.synchronize(user);
+        long[] nanos = new long[1];
+        long wrong = checked(comm, reference, recv, count, size, () -> {
+            System.gc(); // as before the blocking calls: no young collection inside the timed loop
+            bootstrap.barrier();
+            long t0 = System.nanoTime();
+            for (int i = 0; i < iters; i++) {
+                comm.allReduce(send.address(), recv.address(), count, type, op, user);
+            }
+            comm.synchronize(user);
+            nanos[0] = System.nanoTime() - t0;
+        });
+        return new Timed(nanos[0] / 1e3 / iters, wrong);
+    }
+
+    /**
+     * The {@code -n} calls captured in a CUDA graph, replayed once untimed, then {@code --graph-launches}
+     * times back to back with one synchronize: time / calls, output checked.
+     */
+    private Timed graphReplayed(Bootstrap bootstrap, GpuCommunicator comm, ReferenceCheck reference, DeviceBuffer send,
+                                DeviceBuffer recv, CudaStream user, long count, long size) {
+        try (CudaGraph graph = CudaGraph.capture(user, () -> {
+            for (int i = 0; i < iters; i++) {
+                comm.allReduce(send.address(), recv.address(), count, type, op, user);
+            }
+        }, "rank " + comm.rank())) {
+            // Instantiating may wait for the GPU, so for a peer's kernel (ranks sharing a GPU): nobody launches
+            // before every rank has its graph.
+            bootstrap.barrier();
+            graph.launch(user);
+            comm.synchronize(user);
+            long[] nanos = new long[1];
+            long wrong = checked(comm, reference, recv, count, size, () -> {
+                System.gc();
+                bootstrap.barrier();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < graphLaunches; i++) {
+                    graph.launch(user);
+                }
+                comm.synchronize(user);
+                nanos[0] = System.nanoTime() - t0;
+            });
+            return new Timed(nanos[0] / 1e3 / iters / graphLaunches, wrong);
+        }
     }
 
     static final class TypeConverter implements CommandLine.ITypeConverter<DataType> {

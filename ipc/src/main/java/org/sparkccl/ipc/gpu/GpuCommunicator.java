@@ -48,8 +48,10 @@ import org.sparkccl.ipc.shm.ShmTransport;
  * (ring_kernels.cu) that does the whole ring, one block per channel, writing into its successor's
  * receive window: device memory mapped through CUDA IPC (or a plain pointer for ranks of this
  * process) where the two GPUs reach each other peer-to-peer, else a /dev/shm window both GPUs map
- * (host-staged). Built with one bootstrap round. Addresses are device pointers of this rank's GPU;
- * every call returns when the collective is complete on this rank.
+ * (host-staged). Built with one bootstrap round. Addresses are device pointers of this rank's GPU.
+ * The {@link Communicator} calls return when the collective is complete on this rank; the calls that
+ * take a {@link CudaStream} are stream-ordered, as NCCL's: they queue the collective on that stream and
+ * return at once (see {@link #allReduce(long, long, long, DataType, ReduceOp, CudaStream)}).
  *
  * <p>Not thread safe: one thread per rank, as with NCCL. Ranks of one process must not free device
  * memory ({@code cuMemFree} may wait for the whole GPU) while another rank on the same GPU is inside a
@@ -112,8 +114,10 @@ public final class GpuCommunicator implements Communicator {
     // where a Java array would be pinned or copied on every launch.
     private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
-    private int oneShotCalls;
     private ResidentKernel resident;
+    private StreamCalls streamCalls;
+    /** Started by the first stream-ordered call. */
+    private GpuPeerWatcher watcher;
     /** Set from connect's round until the first launch: see {@link InProcessConnectGate}. */
     private String gateId;
     /** Ranks of this process on this GPU launch together (null when no other rank here shares it). */
@@ -241,6 +245,7 @@ public final class GpuCommunicator implements Communicator {
         if (sharingGpu > 1) {
             launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
         }
+        streamCalls = own(new StreamCalls(device, where));
         status = own(PinnedHostBuffer.allocate(device, DevCommLayout.STATUS_BYTES, owner));
         statusView = new UnsafeBuffer(status.address(), DevCommLayout.STATUS_BYTES);
         barrierBuffer = own(DeviceBuffer.allocate(device, 256, owner));
@@ -452,6 +457,7 @@ public final class GpuCommunicator implements Communicator {
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
         b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
+        b.putLong(DevCommLayout.CALLS, channelState.address() + statesBytes + 8);
         // Each channel's ring order, for the kernels' block indices (reduce-scatter, all-gather) and root.
         ByteBuffer orders = ByteBuffer.allocate(channels * size * 4).order(ByteOrder.LITTLE_ENDIAN);
         for (int c = 0; c < channels; c++) {
@@ -542,10 +548,14 @@ public final class GpuCommunicator implements Communicator {
 
     @Override
     public void broadcast(long sendAddress, long recvAddress, long count, DataType type, int root) {
+        checkRoot(root);
+        run(Kind.BROADCAST, sendAddress, recvAddress, count, type, ReduceOp.SUM, root);
+    }
+
+    private void checkRoot(int root) {
         if (root < 0 || root >= size) {
             throw new IllegalArgumentException("root " + root + " is not a rank of this communicator of " + size);
         }
-        run(Kind.BROADCAST, sendAddress, recvAddress, count, type, ReduceOp.SUM, root);
     }
 
     @Override
@@ -553,22 +563,138 @@ public final class GpuCommunicator implements Communicator {
         run(Kind.BARRIER, barrierBuffer.address(), barrierBuffer.address(), 1, DataType.INT32, ReduceOp.SUM, 0);
     }
 
-    private void run(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root) {
+    // ---- Stream-ordered calls (NCCL's kind). ----------------------------------------------------------
+
+    /**
+     * Queues an all-reduce on {@code on} and returns at once: it runs after the work queued there
+     * before it, and work queued after it sees its result; calls queued back to back pipeline (no host
+     * wait between them). It can be captured into a CUDA graph ({@code CudaGraph.capture}) and
+     * replayed: the kernels number their calls themselves. Calls of this communicator on different
+     * streams run in the order they were made (a call on a new stream waits for the previous stream's).
+     *
+     * <p>Failures (a mismatch with the other ranks, a dead peer, a timeout, a cancelled task) surface
+     * as an exception naming this rank and the call at the next call on this communicator, at
+     * {@link #synchronize} or at {@link #checkErrors}; meanwhile the kernels stop at their next poll
+     * instead of hanging (a {@link GpuPeerWatcher} raises the abort word when a peer process dies or the
+     * task is cancelled). A blocking call first waits for the stream-ordered calls before it. Ranks of
+     * one process that share a GPU must make each call in the same mode (both stream-ordered or both
+     * blocking); what stream-ordered calls then rely on is in docs/architecture.md.
+     */
+    public void allReduce(long sendAddress, long recvAddress, long count, DataType type, ReduceOp op, CudaStream on) {
+        enqueue(Kind.ALL_REDUCE, sendAddress, recvAddress, count, type, op, 0, on);
+    }
+
+    /** {@link #reduceScatter(long, long, long, DataType, ReduceOp)}, stream-ordered as {@link #allReduce(long, long, long, DataType, ReduceOp, CudaStream)}. */
+    public void reduceScatter(long sendAddress, long recvAddress, long recvCount, DataType type, ReduceOp op,
+                              CudaStream on) {
+        enqueue(Kind.REDUCE_SCATTER, sendAddress, recvAddress, recvCount, type, op, 0, on);
+    }
+
+    /** {@link #allGather(long, long, long, DataType)}, stream-ordered as {@link #allReduce(long, long, long, DataType, ReduceOp, CudaStream)}. */
+    public void allGather(long sendAddress, long recvAddress, long sendCount, DataType type, CudaStream on) {
+        enqueue(Kind.ALL_GATHER, sendAddress, recvAddress, sendCount, type, ReduceOp.SUM, 0, on);
+    }
+
+    /** {@link #broadcast(long, long, long, DataType, int)}, stream-ordered as {@link #allReduce(long, long, long, DataType, ReduceOp, CudaStream)}. */
+    public void broadcast(long sendAddress, long recvAddress, long count, DataType type, int root, CudaStream on) {
+        checkRoot(root);
+        enqueue(Kind.BROADCAST, sendAddress, recvAddress, count, type, ReduceOp.SUM, root, on);
+    }
+
+    /** Waits until the work queued on {@code on} is done, then throws if a stream-ordered call failed. */
+    public void synchronize(CudaStream on) {
+        try {
+            on.synchronize();
+        } catch (CudaException e) {
+            throw failedCuda("the stream-ordered calls on " + device.where(), e);
+        }
+        if (streamCalls != null) {
+            streamCalls.synchronizedWith(on);
+        }
+        checkErrors();
+    }
+
+    /**
+     * Throws if a stream-ordered call has failed so far (as far as the GPU got), naming the call; does not
+     * wait. Also throws when the communicator is closed or broken.
+     */
+    public void checkErrors() {
         checkUsable();
-        if (count < 0) {
-            throw new IllegalArgumentException("negative count " + count);
-        }
-        if (send % type.size() != 0 || recv % type.size() != 0) {
-            throw new IllegalArgumentException("device addresses must be aligned to the element size (" + type.size()
-                    + " bytes for " + type.ncclName() + "): send 0x" + Long.toHexString(send) + ", recv 0x"
-                    + Long.toHexString(recv));
-        }
-        if (count == 0) {
+        if (size == 1) {
             return;
         }
-        device.makeCurrent();
+        int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
+        int dead = watcher == null ? -1 : watcher.deadPeer();
+        boolean cancelledSeen = watcher != null && watcher.cancelSeen();
+        if (code == DevCommLayout.CODE_OK && dead < 0 && !cancelledSeen) {
+            return;
+        }
+        String call = failedStreamCall();
+        if (cancelledSeen && dead < 0) {
+            markBroken("rank " + rank + " on " + device.where() + ": " + call + " cancelled (task killed)");
+            throw new CclException(brokenBy + "; the other ranks stop with an abort");
+        }
+        throw fail(call, code, dead);
+    }
+
+    /** The call whose kernel failed first, as this rank queued it (its ticket is in the status block). */
+    private String failedStreamCall() {
+        int ticket = statusView.getIntVolatile(DevCommLayout.STATUS_FAILED_TICKET);
+        CollectiveHeader call = ticket == 0 ? null : streamCalls.call(ticket);
+        if (call != null) {
+            return call.describe() + ", stream-ordered";
+        }
+        return ticket == 0 ? "a stream-ordered collective" : "stream-ordered collective #" + ticket;
+    }
+
+    private void enqueue(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root,
+                         CudaStream on) {
+        if (on.device() != device) {
+            throw new IllegalArgumentException("rank " + rank + ": the stream belongs to " + on.device().where()
+                    + ", this communicator to " + device.where());
+        }
+        if (!accept(send, recv, count, type)) {
+            return;
+        }
         if (size == 1) {
-            copySingleRank(kind, send, recv, count, type);
+            copySingleRank(send, recv, count, type, on);
+            return;
+        }
+        if (gateId != null) {
+            awaitInProcessPeers();
+        }
+        if (watcher == null) {
+            watcher = own(new GpuPeerWatcher("sparkccl-gpu-watch-rank" + rank, size, this::isDead, cancelled,
+                    () -> statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1)));
+        }
+        streamCalls.before(on);
+        GpuPlan plan = tuner.plan(kind, count, type, size);
+        CollectiveHeader header = new CollectiveHeader(++sequence, kind, type, op, plan.protocol, root, count);
+        putArgs(header, plan, send, recv);
+        launch(plan, on);
+        streamCalls.queued(header);
+    }
+
+    /** Waits for the stream-ordered calls queued so far, then throws if one of them failed. */
+    private void drainStreamCalls(String what) {
+        try {
+            streamCalls.drain(what);
+        } catch (CudaException e) {
+            throw failedCuda("the stream-ordered calls before " + what, e);
+        }
+        checkErrors();
+    }
+
+    private void run(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root) {
+        if (!accept(send, recv, count, type)) {
+            return;
+        }
+        if (streamCalls.pending()) {
+            drainStreamCalls("rank " + rank + ": a blocking " + kind);
+        }
+        if (size == 1) {
+            copySingleRank(send, recv, count, type, stream);
+            stream.synchronize();
             return;
         }
         if (gateId != null) {
@@ -589,39 +715,20 @@ public final class GpuCommunicator implements Communicator {
                 statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
             }
         }
-        argsView.putLong(DevCommLayout.ARG_SEND, send);
-        argsView.putLong(DevCommLayout.ARG_RECV, recv);
-        argsView.putLong(DevCommLayout.ARG_COUNT, count);
-        argsView.putLong(DevCommLayout.ARG_BLOCK, plan.blockElems);
-        argsView.putLong(DevCommLayout.ARG_TOTAL, plan.totalElems);
-        argsView.putLong(DevCommLayout.ARG_CHUNK, plan.chunkElems);
-        argsView.putLong(DevCommLayout.ARG_SLICE, plan.sliceElems);
-        argsView.putInt(DevCommLayout.ARG_SEQ, seq);
-        argsView.putInt(DevCommLayout.ARG_KIND, kind.ordinal());
-        argsView.putInt(DevCommLayout.ARG_TYPE, type.ordinal());
-        argsView.putInt(DevCommLayout.ARG_OP, op.ordinal());
-        argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
-        argsView.putInt(DevCommLayout.ARG_ROOT, root);
-        argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
-        argsView.putInt(DevCommLayout.ARG_ONE_SHOT_CALL, plan.oneShot ? oneShotCalls++ : 0);
-        if (log.traceEnabled(Subsys.COLL)) {
-            log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
-        }
+        putArgs(header, plan, send, recv);
         boolean viaResident = resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
         long launchStart = System.nanoTime();
         if (viaResident) {
             resident.ring(argsView, seq);
         } else {
-            CUfunction function = module.function(plan.kernel);
-            Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, stream.handle(),
-                    kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+            launch(plan, stream);
         }
         lastLaunchNanos = System.nanoTime() - launchStart;
         try {
             waitForKernel(header, viaResident);
         } catch (CudaException e) {
             if (gateFailure == null) {
-                throw failedCuda(header, e);
+                throw failedCuda(header.describe(), e);
             }
         } catch (CclException e) {
             if (gateFailure == null) {
@@ -634,6 +741,55 @@ public final class GpuCommunicator implements Communicator {
         }
         lastKernelNanos = statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
+    }
+
+    /** The kernel's arguments for the call {@code header} describes (its sequence number is the ticket). */
+    private void putArgs(CollectiveHeader header, GpuPlan plan, long send, long recv) {
+        argsView.putLong(DevCommLayout.ARG_SEND, send);
+        argsView.putLong(DevCommLayout.ARG_RECV, recv);
+        argsView.putLong(DevCommLayout.ARG_COUNT, header.count);
+        argsView.putLong(DevCommLayout.ARG_BLOCK, plan.blockElems);
+        argsView.putLong(DevCommLayout.ARG_TOTAL, plan.totalElems);
+        argsView.putLong(DevCommLayout.ARG_CHUNK, plan.chunkElems);
+        argsView.putLong(DevCommLayout.ARG_SLICE, plan.sliceElems);
+        argsView.putInt(DevCommLayout.ARG_TICKET, header.sequence);
+        argsView.putInt(DevCommLayout.ARG_KIND, header.kind.ordinal());
+        argsView.putInt(DevCommLayout.ARG_TYPE, header.type.ordinal());
+        argsView.putInt(DevCommLayout.ARG_OP, header.op.ordinal());
+        argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
+        argsView.putInt(DevCommLayout.ARG_ROOT, header.root);
+        argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
+        if (log.traceEnabled(Subsys.COLL)) {
+            log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
+        }
+    }
+
+    /** Queues the plan's kernel, with the arguments in argsView, on {@code on}. */
+    private void launch(GpuPlan plan, CudaStream on) {
+        CUfunction function = module.function(plan.kernel);
+        Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
+                kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+    }
+
+    /**
+     * Checks a call's arguments, and that no call before it failed (also a stream-ordered one nobody
+     * waited for); false when there is nothing to do (count 0).
+     */
+    private boolean accept(long send, long recv, long count, DataType type) {
+        checkErrors();
+        if (count < 0) {
+            throw new IllegalArgumentException("negative count " + count);
+        }
+        if (send % type.size() != 0 || recv % type.size() != 0) {
+            throw new IllegalArgumentException("device addresses must be aligned to the element size (" + type.size()
+                    + " bytes for " + type.ncclName() + "): send 0x" + Long.toHexString(send) + ", recv 0x"
+                    + Long.toHexString(recv));
+        }
+        if (count == 0) {
+            return false;
+        }
+        device.makeCurrent();
+        return true;
     }
 
     private void awaitInProcessPeers() {
@@ -649,14 +805,14 @@ public final class GpuCommunicator implements Communicator {
         gateId = null;
     }
 
-    private void copySingleRank(Kind kind, long send, long recv, long count, DataType type) {
-        if (kind == Kind.BARRIER || send == recv) {
+    /** A collective of one rank: its output is its input (a barrier's buffers are the same). */
+    private void copySingleRank(long send, long recv, long count, DataType type, CudaStream on) {
+        if (send == recv) {
             return;
         }
         long bytes = count * type.size();
         Cuda.check(JCudaDriver.cuMemcpyDtoDAsync(Cuda.devicePointer(recv), Cuda.devicePointer(send), bytes,
-                stream.handle()), "cuMemcpyDtoDAsync(" + bytes + " bytes)", where);
-        stream.synchronize();
+                on.handle()), "cuMemcpyDtoDAsync(" + bytes + " bytes)", where);
     }
 
     /**
@@ -683,7 +839,7 @@ public final class GpuCommunicator implements Communicator {
                 resident.relaunchIfMissed(statusView, seq);
             }
             if ((idles & 1023) == 0 && kernelStream.isIdle() && statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
-                throw fail(header, DevCommLayout.CODE_KERNEL_LOST, deadPeer);
+                throw fail(header.describe(), DevCommLayout.CODE_KERNEL_LOST, deadPeer);
             }
             idle.idle();
             if (!idle.pastSpinning()) {
@@ -727,7 +883,7 @@ public final class GpuCommunicator implements Communicator {
             }
             return;
         }
-        throw fail(header, code, deadPeer);
+        throw fail(header.describe(), code, deadPeer);
     }
 
     private void cleanUpAfterDeadPeers() {
@@ -754,13 +910,13 @@ public final class GpuCommunicator implements Communicator {
      * address: then the error names the dead peer (and says that this process's CUDA context, which
      * such an error breaks for good, goes with it).
      */
-    private CclException failedCuda(CollectiveHeader header, CudaException cuda) {
+    private CclException failedCuda(String call, CudaException cuda) {
         int dead = deadPeer();
         if (dead < 0) {
             return cuda;
         }
         cleanUpAfter(dead);
-        String message = "rank " + rank + " on " + device.where() + ": " + header.describe() + " failed: rank " + dead
+        String message = "rank " + rank + " on " + device.where() + ": " + call + " failed: rank " + dead
                 + " (pid " + infos[dead].pid() + ") died, and the GPU memory this rank's kernel was reading from it went"
                 + " with it (" + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
                 + " context after such an error: the process must be restarted (in Spark, the executor)";
@@ -783,18 +939,22 @@ public final class GpuCommunicator implements Communicator {
         return pid != HostIdentity.pid() && !HostIdentity.isAlive(pid);
     }
 
-    private CclException fail(CollectiveHeader header, int code, int deadPeer) {
-        String what = "rank " + rank + " on " + device.where() + ": " + header.describe();
+    /** The failure of {@code call} (its description), from the kernel's status code or a dead peer. */
+    private CclException fail(String call, int code, int deadPeer) {
+        String what = "rank " + rank + " on " + device.where() + ": " + call;
         CclException e;
         if (deadPeer >= 0) {
             cleanUpAfter(deadPeer);
             e = new PeerFailedException(deadPeer, what + " failed: rank " + deadPeer + " (pid " + infos[deadPeer].pid()
                     + ") died; this communicator is unusable: every rank must start again with a new one");
         } else if (code == DevCommLayout.CODE_MISMATCH) {
+            // Both headers as the kernels sent them (their sequence numbers are the kernels' own counts).
+            CollectiveHeader mine = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_MY_HEADER);
             CollectiveHeader theirs = CollectiveHeader.read(status.address() + DevCommLayout.STATUS_THEIR_HEADER);
             int channel = statusView.getIntVolatile(DevCommLayout.STATUS_CHANNEL);
             int prev = rings.get(channel < rings.size() ? channel : 0).prev(rank);
-            e = new CclException("rank " + rank + ": collective mismatch: this rank called " + header.describe()
+            e = new CclException("rank " + rank + ": collective mismatch: this rank called "
+                    + (mine == null ? call : mine.describe())
                     + " but rank " + prev + " called "
                     + (theirs == null ? "something else (unreadable header)" : theirs.describe())
                     + ": every rank must call the same collectives in the same order with the same count, type and op");
@@ -881,9 +1041,16 @@ public final class GpuCommunicator implements Communicator {
         if (closed) {
             return;
         }
-        closed = true;
         device.makeCurrent();
         RuntimeException first = null;
+        if (streamCalls != null && streamCalls.pending()) {
+            try {
+                streamCalls.drain("rank " + rank + ": close"); // nothing is freed under a kernel still queued
+            } catch (RuntimeException e) {
+                first = e;
+            }
+        }
+        closed = true;
         synchronized (stagingPool) {
             for (DeviceBuffer b : stagingPool) {
                 try {

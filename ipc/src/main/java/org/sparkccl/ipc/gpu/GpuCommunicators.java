@@ -22,7 +22,10 @@ public final class GpuCommunicators {
     /**
      * As {@link #create(Bootstrap, int, Params)}; {@code cancelled} (Spark's task-killed flag) is polled
      * while a collective runs: when it turns true the kernel is asked to stop, every rank's collective
-     * ends with an error instead of waiting for the timeout, and the communicator is unusable.
+     * ends with an error instead of waiting for the timeout, and the communicator is unusable. Once
+     * stream-ordered calls are made it is also polled from the communicator's watcher thread
+     * ({@link GpuPeerWatcher}), so it must not depend on the calling thread (Spark's
+     * {@code TaskContext::isInterrupted} on the task's context object does not).
      */
     public static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params, BooleanSupplier cancelled) {
         GpuSupport.require();

@@ -21,6 +21,9 @@ import org.sparkccl.core.CclTimeoutException;
  * collective: none of them is then outside it while a kernel waits. Ranks on other GPUs or in other
  * processes have contexts of their own and do not take part. A failed or closed rank ends the gate
  * for all (they then launch at once and learn of the failure from their kernels).
+ *
+ * <p>Blocking calls only: a stream-ordered call returns before its kernel runs, so there is nothing to
+ * hold; what those calls rely on instead is in docs/architecture.md (stream-ordered calls).
  */
 final class SharedGpuLaunchGate implements AutoCloseable {
     private static final Map<String, Phaser> GATES = new ConcurrentHashMap<>();

@@ -128,6 +128,12 @@ public final class AllReducePerf implements Callable<Integer> {
             description = "checked iterations per size on random data (0: no check); default ${DEFAULT-VALUE}")
     int checkIters;
 
+    @Option(names = {"-z", "--blocking"}, defaultValue = "1", paramLabel = "0|1",
+            description = "1: each timed call returns when its all-reduce is complete; 0 (--device gpu): the -n calls"
+                    + " of a row are queued back to back on a CUDA stream (stream-ordered) and waited for once, as"
+                    + " nccl-tests' -z 0; the time is then the row's / -n; default ${DEFAULT-VALUE}")
+    int blocking;
+
     @Option(names = {"-d", "--datatype"}, defaultValue = "float", paramLabel = "TYPE",
             description = "float, double, half, bfloat16, int32, int64, int8, uint8 or all; default ${DEFAULT-VALUE}")
     String datatype;
@@ -222,6 +228,9 @@ public final class AllReducePerf implements Callable<Integer> {
         if (iters < 1 || warmupIters < 0 || checkIters < 0) {
             throw bad("need -n >= 1, -w >= 0, -c >= 0");
         }
+        if (blocking != 0 && blocking != 1) {
+            throw bad("-z takes 0 or 1, got " + blocking);
+        }
         if (register != 0 && register != 1) {
             throw bad("-R takes 0 or 1, got " + register);
         }
@@ -251,6 +260,9 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         if (ranksPerGpu > 1 && !device.equalsIgnoreCase("gpu")) {
             throw bad("--ranks-per-gpu needs --device gpu (on the CPU, -g is the number of ranks)");
+        }
+        if (blocking == 0 && !device.equalsIgnoreCase("gpu")) {
+            throw bad("-z 0 queues calls on a CUDA stream: it needs --device gpu (host calls are blocking)");
         }
         if (rewriteInput && device.equalsIgnoreCase("gpu")) {
             throw bad("--rewrite-input rewrites host memory; use --device cpu");
@@ -299,13 +311,14 @@ public final class AllReducePerf implements Callable<Integer> {
             try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
                  PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
-                 HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null) {
+                 HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null;
+                 QueuedGpuCalls queued = blocking == 0 ? new QueuedGpuCalls((GpuCommunicator) comm) : null) {
                 // Bound only now: the communicator sizes its spinning by the cores the creating
                 // thread may use, which binding narrows to one.
                 String bound = bind(me.rank());
                 String devices = describeDevices(bootstrap, gpu, ordinal, cores, bound);
-                return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), me.rank() == 0 ? System.out : null,
-                        types, ops).run(devices);
+                return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), queued,
+                        me.rank() == 0 ? System.out : null, types, ops).run(devices);
             }
         } catch (CclException e) {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
@@ -388,8 +401,12 @@ public final class AllReducePerf implements Callable<Integer> {
         private final long recv;
         /** --rewrite-input: a copy of the row's input that each timed call starts from (0 without). */
         private final long saved;
+        /** -z 0: the timed calls are queued on a stream (null: blocking calls). */
+        private final QueuedGpuCalls queued;
 
-        Sweep(Communicator comm, PerfMemory memory, long saved, PrintStream out, List<DataType> types, List<ReduceOp> ops) {
+        Sweep(Communicator comm, PerfMemory memory, long saved, QueuedGpuCalls queued, PrintStream out,
+              List<DataType> types, List<ReduceOp> ops) {
+            this.queued = queued;
             this.comm = comm;
             this.memory = memory;
             this.out = out;
@@ -485,7 +502,7 @@ public final class AllReducePerf implements Callable<Integer> {
                     stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, checkIters);
             out.println("#");
             out.println("# sparkccl allreduce-perf: " + comm.size() + " rank(s) as processes of this host, device " + device + ", "
-                    + describeSettings());
+                    + describeSettings() + (blocking == 0 ? ", timed calls queued on a stream (-z 0)" : ", blocking calls"));
             out.println("#");
             out.println("# Using devices");
             out.print(devices);
@@ -579,6 +596,17 @@ public final class AllReducePerf implements Callable<Integer> {
          * wall time.
          */
         private long timedCalls(long src, long count, DataType type, ReduceOp reduceOp, int calls, long[] callNs) {
+            if (queued != null) {
+                // -z 0: one wait for the whole row; each call is credited the mean.
+                long t0 = System.nanoTime();
+                for (int i = 0; i < calls; i++) {
+                    queued.allReduce(src, recv, count, type, reduceOp);
+                }
+                queued.synchronize();
+                long total = System.nanoTime() - t0;
+                java.util.Arrays.fill(callNs, 0, calls, total / calls);
+                return total;
+            }
             long bytes = count * type.size();
             long total = 0;
             long last = System.nanoTime();

@@ -11,9 +11,11 @@ import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.ipc.cuda.CudaDevice;
+import org.sparkccl.ipc.cuda.CudaEvent;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.gpu.GpuCommunicator;
 
 /**
  * One rank's data-parallel training on its GPU: the shard's examples, the weights, the gradient and
@@ -23,6 +25,11 @@ import org.sparkccl.ipc.cuda.GpuSupport;
  * the step's two totals (summed loss, row count: they ride at the end of the gradient buffer) come
  * back to the host; weights come back only when asked ({@link #store}), for checkpoints and the
  * result.
+ *
+ * <p>Where the gradient has more than one bucket (the MLP: one per layer) and the communicator is the
+ * GPU one, a step overlaps the all-reduce of the output layer's bucket with the backward pass of the
+ * hidden layer, as PyTorch's DDP does: that bucket is all-reduced stream-ordered on a stream of its own
+ * as soon as its gradient is computed, the hidden layer's once it is (see {@link #step}).
  *
  * <p>Allocates all its device memory when opened and frees it on close: {@code cuMemFree} can wait
  * for the whole GPU, so a rank must close this only after its last collective (ranks of one process
@@ -59,6 +66,11 @@ public final class GpuModelTrainer implements AutoCloseable {
     private final DeviceBuffer losses;
     /** Host side of the small per-step copies (row indices in, totals out). */
     private final ByteBuffer hostIo;
+    /** Overlapped steps only (else null): the communicator, the stream buckets are all-reduced on, and the
+     *  event that hands each bucket from the training stream to it. */
+    private final GpuCommunicator overlapComm;
+    private final CudaStream bucketStream;
+    private final CudaEvent bucketReady;
     private boolean closed;
 
     private GpuModelTrainer(Communicator comm, CudaDevice device, GpuNetwork network, GpuOptimizer optimizer,
@@ -88,6 +100,10 @@ public final class GpuModelTrainer implements AutoCloseable {
             this.logits = allocate((long) maxBatchRows * network.classes());
             this.losses = allocate(maxBatchRows);
             this.hostIo = ByteBuffer.allocateDirect(Math.max(maxBatchRows, 2) * FLOAT).order(ByteOrder.nativeOrder());
+            // The decision depends on the network and the engine only, so every rank makes the same collectives.
+            this.overlapComm = network.hasHiddenLayer() && comm instanceof GpuCommunicator gpu ? gpu : null;
+            this.bucketStream = overlapComm == null ? null : own(new CudaStream(device, where + " buckets"));
+            this.bucketReady = overlapComm == null ? null : own(new CudaEvent(device, where));
         } catch (RuntimeException e) {
             closeOwned(e);
             throw e;
@@ -176,13 +192,20 @@ public final class GpuModelTrainer implements AutoCloseable {
      * One training step, every rank together: the gradient of this rank's rows {@code localRows[0 ..
      * count)} (indices into the shard), summed over ranks on the devices, divided by the global row
      * count and applied by the optimizer. {@code step} counts from 1 (Adam's bias correction).
-     * Fails, before updating, when the ranks' rows do not add up to {@code globalRows}.
+     * Fails, before updating, when the ranks' rows do not add up to {@code globalRows}. With two
+     * buckets (see the class comment) the gradient is all-reduced in two stream-ordered calls that
+     * overlap the hidden layer's backward pass; else in one blocking call after the backward pass.
      *
      * @return the loss summed over the global minibatch (before the update)
      */
     public double step(int[] localRows, int count, int globalRows, long step) {
-        computeGradient(localRows, count);
-        float[] totals = allReduceGradient();
+        float[] totals;
+        if (overlapComm != null) {
+            totals = overlappedGradient(localRows, count);
+        } else {
+            computeGradient(localRows, count);
+            totals = allReduceGradient();
+        }
         if (totals[1] != globalRows) {
             throw new IllegalStateException("rank " + comm.rank() + ", step " + step + ": the ranks hold " + totals[1]
                     + " of the batch's " + globalRows + " rows; the shards do not cover the data");
@@ -193,6 +216,48 @@ public final class GpuModelTrainer implements AutoCloseable {
 
     /** This rank's gradient sums over the rows, then their summed loss and row count, into the gradient buffer. */
     void computeGradient(int[] localRows, int count) {
+        if (stageRows(localRows, count)) {
+            outputLayerGradient(count);
+            if (network.hasHiddenLayer()) {
+                hiddenLayerGradient(count);
+            }
+        }
+        stream.synchronize();
+    }
+
+    /**
+     * The output layer's bucket, {@code [outputWeightsAt, parameterCount + 2)} (its gradient, then the
+     * loss and row count), is all-reduced on the bucket stream while the hidden layer's backward pass
+     * runs on the training stream; then the hidden layer's bucket {@code [0, outputWeightsAt)}. The
+     * backward pass writes only the hidden bucket, and reads dZ and the weights, none of which the
+     * first all-reduce touches. Returns the global {summed loss, row count}.
+     */
+    private float[] overlappedGradient(int[] localRows, int count) {
+        boolean rows = stageRows(localRows, count);
+        long g = gradient.address();
+        long outputAt = network.outputWeightsAt();
+        if (rows) {
+            outputLayerGradient(count);
+        }
+        bucketReady.record(stream);
+        bucketStream.waitFor(bucketReady);
+        overlapComm.allReduce(g + outputAt * FLOAT, g + outputAt * FLOAT, params + 2L - outputAt, DataType.FLOAT32,
+                ReduceOp.SUM, bucketStream);
+        if (rows) {
+            hiddenLayerGradient(count);
+        }
+        bucketReady.record(stream);
+        bucketStream.waitFor(bucketReady);
+        overlapComm.allReduce(g, g, outputAt, DataType.FLOAT32, ReduceOp.SUM, bucketStream);
+        overlapComm.synchronize(bucketStream); // the training stream's work is done too: the bucket stream waited for it
+        return totals();
+    }
+
+    /**
+     * Puts the row indices on the GPU; false when there are none (the gradient buffer is then zeroed,
+     * row count 0 included, and nothing more is computed).
+     */
+    private boolean stageRows(int[] localRows, int count) {
         checkOpen();
         if (count < 0 || count > maxBatchRows || count > localRows.length) {
             throw new IllegalArgumentException(where + ": " + count + " rows in a step; this trainer was opened for at"
@@ -209,9 +274,14 @@ public final class GpuModelTrainer implements AutoCloseable {
         device.makeCurrent();
         if (count == 0) {
             gradient.fill((byte) 0, stream); // 0.0f everywhere, row count 0 included
-            return;
+            return false;
         }
         batchRows.copyFromHost(0, BufferUtil.address(hostIo), (long) count * FLOAT, stream);
+        return true;
+    }
+
+    /** Forward pass, loss, the batch totals and the output layer's gradient (queued on the training stream). */
+    private void outputLayerGradient(int count) {
         int in = network.inputs();
         int h = network.hidden();
         int c = network.classes();
@@ -236,24 +306,32 @@ public final class GpuModelTrainer implements AutoCloseable {
         }
         // loss per row; Z becomes dZ = softmax(Z) - onehot(label)
         kernels.softmaxCrossEntropy(logits.address(), c, labels.address(), rows, count, losses.address());
+        kernels.batchTotals(losses.address(), count, g + (long) params * FLOAT);
         if (network.hasHiddenLayer()) {
-            // dW2 = H^T dZ; db2 = column sums of dZ; dH = (dZ W2^T) * (1 - H^2); dW1 = X[rows]^T dH; db1 = sums of dH
+            // dW2 = H^T dZ; db2 = column sums of dZ
             kernels.matmul(hidden.address(), 0, h, true, logits.address(), c, false, outWGrad, c, 0, false, h, c, count);
             kernels.columnSums(logits.address(), count, c, outBGrad);
-            kernels.matmul(logits.address(), 0, c, false, outW, c, true, hiddenGradient.address(), h, 0, false, count, h,
-                    c);
-            kernels.tanhBackward(hiddenGradient.address(), hidden.address(), (long) count * h);
-            kernels.matmul(features.address(), rows, in, true, hiddenGradient.address(), h, false,
-                    g + (long) network.hiddenWeightsAt() * FLOAT, h, 0, false, in, h, count);
-            kernels.columnSums(hiddenGradient.address(), count, h, g + (long) network.hiddenBiasAt() * FLOAT);
         } else {
             // dW = X[rows]^T dZ; db = column sums of dZ
             kernels.matmul(features.address(), rows, in, true, logits.address(), c, false, outWGrad, c, 0, false, in,
                     c, count);
             kernels.columnSums(logits.address(), count, c, outBGrad);
         }
-        kernels.batchTotals(losses.address(), count, g + (long) params * FLOAT);
-        stream.synchronize();
+    }
+
+    /** The hidden layer's gradient, from dZ (queued on the training stream; MLP only). */
+    private void hiddenLayerGradient(int count) {
+        int in = network.inputs();
+        int h = network.hidden();
+        int c = network.classes();
+        long g = gradient.address();
+        long outW = weights.address() + (long) network.outputWeightsAt() * FLOAT;
+        // dH = (dZ W2^T) * (1 - H^2); dW1 = X[rows]^T dH; db1 = column sums of dH
+        kernels.matmul(logits.address(), 0, c, false, outW, c, true, hiddenGradient.address(), h, 0, false, count, h, c);
+        kernels.tanhBackward(hiddenGradient.address(), hidden.address(), (long) count * h);
+        kernels.matmul(features.address(), batchRows.address(), in, true, hiddenGradient.address(), h, false,
+                g + (long) network.hiddenWeightsAt() * FLOAT, h, 0, false, in, h, count);
+        kernels.columnSums(hiddenGradient.address(), count, h, g + (long) network.hiddenBiasAt() * FLOAT);
     }
 
     /**
@@ -263,6 +341,11 @@ public final class GpuModelTrainer implements AutoCloseable {
     float[] allReduceGradient() {
         checkOpen();
         comm.allReduce(gradient.address(), gradient.address(), params + 2L, DataType.FLOAT32, ReduceOp.SUM);
+        return totals();
+    }
+
+    /** The {summed loss, row count} at the end of the gradient buffer. */
+    private float[] totals() {
         gradient.copyToHost((long) params * FLOAT, BufferUtil.address(hostIo), 2L * FLOAT, stream);
         return new float[] {hostIo.getFloat(0), hostIo.getFloat(FLOAT)};
     }

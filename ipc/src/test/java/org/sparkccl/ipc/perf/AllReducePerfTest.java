@@ -59,7 +59,12 @@ class AllReducePerfTest {
         assertTrue(algo.err.contains("--algo takes Ring, OneShot, Direct or auto, got 'tree'"), algo.err);
         Run type = run("-d", "complex");
         assertEquals(2, type.code);
-        assertTrue(type.err.contains("unknown data type 'complex'"), type.err);
+        assertTrue(type.err.contains("unknown data type 'complex'"), type.err);        Run queued = run("--device", "cpu", "-z", "0");
+        assertEquals(2, queued.code);
+        assertTrue(queued.err.contains("-z 0 queues calls on a CUDA stream: it needs --device gpu"), queued.err);
+        Run blocking = run("-z", "2");
+        assertEquals(2, blocking.code);
+        assertTrue(blocking.err.contains("-z takes 0 or 1, got 2"), blocking.err);
     }
 
     @Test
