@@ -163,7 +163,7 @@ class GpuCollectivesTest {
     }
 
     /** ReduceScatter, AllGather and Broadcast (every root) at a few sizes, then a barrier. */
-    private static void otherCollectives(GpuCommunicator comm, List<String> failures) {
+    static void otherCollectives(GpuCommunicator comm, List<String> failures) {
         int n = comm.size();
         int r = comm.rank();
         for (long count : new long[] {1, 1023, 65537}) {

@@ -1,0 +1,87 @@
+package org.sparkccl.ipc.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.proto.ChannelLayout;
+import org.sparkccl.core.proto.CollectiveHeader.Kind;
+import org.sparkccl.core.proto.Protocol;
+
+/** The GPU tuner's protocol choice, without a GPU: LL128 only where the communicator offers it. */
+class GpuTunerTest {
+    private static final ChannelLayout LAYOUT = new ChannelLayout(256L << 10, 4L << 20);
+    private static final GpuLl128Layout LL128 = new GpuLl128Layout(32, 512L << 10);
+
+    private static GpuTuner tuner(Map<String, String> settings, GpuLl128Layout ll128, int n) {
+        return new GpuTuner(Params.defaults().withOverrides(settings), LAYOUT, 32, 0, ll128, n);
+    }
+
+    private static Protocol protocol(GpuTuner t, long bytes, int n) {
+        return t.plan(Kind.ALL_REDUCE, bytes / 4, DataType.FLOAT32, n).protocol;
+    }
+
+    @Test
+    void withLl128TheModelsCrossoversSplitTheSizes() {
+        for (int n : new int[] {2, 4, 8}) {
+            GpuTuner t = tuner(Map.of(), LL128, n);
+            long ll = GpuCostModel.crossoverBytes(Protocol.LL, Protocol.LL128, n) / 4 * 4;
+            long ll128 = GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, n) / 4 * 4;
+            assertTrue(0 < ll && ll < ll128, n + " ranks: LL up to " + ll + ", LL128 up to " + ll128);
+            assertEquals(Protocol.LL, protocol(t, ll, n));
+            assertEquals(Protocol.LL128, protocol(t, ll + 4, n));
+            assertEquals(Protocol.LL128, protocol(t, ll128, n));
+            assertEquals(Protocol.SIMPLE, protocol(t, ll128 + 4, n));
+            GpuPlan plan = t.plan(Kind.ALL_REDUCE, ll128 / 4, DataType.FLOAT32, n);
+            assertEquals("sccl_ring_float_ll128", plan.kernel);
+            assertTrue(plan.sliceElems * 4 <= LL128.slotDataBytes(), "a step fits its slot: " + plan);
+        }
+        // Equal costs at the crossover, so the thresholds grow with the number of ranks as the model says.
+        assertEquals(2 * GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, 2),
+                GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, 4), 4);
+        long s = GpuCostModel.crossoverBytes(Protocol.LL, Protocol.LL128, 4);
+        assertEquals(GpuCostModel.timeNs(Protocol.LL, s, 4), GpuCostModel.timeNs(Protocol.LL128, s, 4), 1.0);
+    }
+
+    /** Over PCIe or staged hops the communicator offers no LL128 connections: no size picks it. */
+    @Test
+    void withoutLl128NoSizePicksIt() {
+        GpuTuner t = tuner(Map.of(), null, 2);
+        for (long bytes = 4; bytes <= (1L << 30); bytes *= 2) {
+            assertNotEquals(Protocol.LL128, protocol(t, bytes, 2), bytes + " bytes");
+        }
+        assertEquals(Protocol.LL, protocol(t, GpuTuner.DEFAULT_LL_THRESHOLD, 2));
+        assertEquals(Protocol.SIMPLE, protocol(t, GpuTuner.DEFAULT_LL_THRESHOLD + 4, 2));
+        GpuTuner forced = tuner(Map.of("SPARKCCL_PROTO", "LL128"), null, 2);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> protocol(forced, 1 << 20, 2));
+        assertTrue(e.getMessage().contains("NVLink"), e.getMessage());
+    }
+
+    @Test
+    void settingsOverrideTheModel() {
+        GpuTuner t = tuner(Map.of("SPARKCCL_LL_THRESHOLD", "4K", "SPARKCCL_LL128_THRESHOLD", "1M"), LL128, 2);
+        assertEquals(Protocol.LL, protocol(t, 4096, 2));
+        assertEquals(Protocol.LL128, protocol(t, 4100, 2));
+        assertEquals(Protocol.LL128, protocol(t, 1 << 20, 2));
+        assertEquals(Protocol.SIMPLE, protocol(t, (1 << 20) + 4, 2));
+        GpuTuner forced = tuner(Map.of("SPARKCCL_PROTO", "ll128"), LL128, 2);
+        assertEquals(Protocol.LL128, protocol(forced, 8, 2));
+        assertEquals(Protocol.LL128, protocol(forced, 1L << 30, 2));
+        assertEquals(Protocol.LL128, forced.plan(Kind.ALL_GATHER, 1000, DataType.FLOAT32, 2).protocol);
+    }
+
+    @Test
+    void ll128SlotsAreWholeLines() {
+        GpuLl128Layout l = new GpuLl128Layout(4, 100_000);
+        assertEquals(0, l.slotBytes() % GpuLl128Layout.LINE_BYTES);
+        assertEquals(l.slotBytes() / 128 * 120, l.slotDataBytes());
+        assertEquals(0, l.channelBytes() % 4096);
+        assertEquals(4 * l.channelBytes(), l.totalBytes());
+        assertThrows(IllegalArgumentException.class, () -> new GpuLl128Layout(4, 1024));
+    }
+}
