@@ -78,6 +78,23 @@ if [ "$what" = ll128 ]; then
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
 fi
 
+if [ "$what" = ll128-verify ]; then
+  # Every gpu-tagged test of this package, then LL128 with 4x larger slots (fewer, longer steps: does
+  # the per-step cost or the per-byte rate limit it?) and the tuner's own choice, 2 ranks on GPU 0.
+  echo "== JUnit (gpu tag)"
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$dev/test-classes" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘" "$out/junit.log" | head -40
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+  bench ring-LL128-2M SPARKCCL_ALGO=Ring SPARKCCL_PROTO=LL128 SPARKCCL_LL128_BUFFSIZE=2M -- -b 1M -e 32M -f 2 -n 20 -w 5 \
+    -g 1 --ranks-per-gpu 2 --threads
+  bench auto -- -b 1K -e 32M -f 4 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
+fi
+
 if [ "$what" = sweep ]; then
   # Channel counts for large messages, P2P and staged; the default is what the tuner picks.
   # (Each size's first call is checked against a float64 reference made in Java: big sizes cost seconds.)

@@ -1232,9 +1232,11 @@ SCCL_KERNELS(int8, RedI8)
 SCCL_KERNELS(uint8, RedU8)
 
 // The LL128 ring kernels, sccl_ring_<DataType.ncclName()>_ll128: launched only where every hop of the
-// ring is NVLink or within one GPU (GpuTuner).
-#define SCCL_LL128_KERNEL(TNAME, RED)                                                                      \
-    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_ring_##TNAME##_ll128(CollArgs a) { \
+// ring is NVLink or within one GPU (GpuTuner). One block per SM (minBlocks 1) lets ptxas give a thread
+// 128 registers instead of 64: with 64, Ll128Link::lines spilled 220-580 bytes per thread to local memory
+// (ptxas -v, sm_90); with 128, at most 64.
+#define SCCL_LL128_KERNEL(TNAME, RED)                                                                         \
+    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS, 1) sccl_ring_##TNAME##_ll128(CollArgs a) { \
         ringKernel<RED, false, true>(a);                                                                  \
     }
 

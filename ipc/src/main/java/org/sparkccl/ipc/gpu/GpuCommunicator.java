@@ -260,7 +260,8 @@ public final class GpuCommunicator implements Communicator {
         int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
         channels = Math.min(channels, Math.max(1, MAX_BLOCKS_PER_GPU / mostRanksOnOneGpu(gpus)));
         boolean ll128 = refuseForcedLl128Unless(gpus) && ll128Layout != null;
-        tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0, ll128 ? ll128Layout : null, size);
+        tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0, ll128 ? ll128Layout : null,
+                ringLink(gpus), size);
         boolean inP2p = GpuRankInfo.p2pLink(gpus[prev], gpus[rank]);
         boolean outP2p = GpuRankInfo.p2pLink(gpus[rank], gpus[next]);
 
@@ -375,6 +376,16 @@ public final class GpuCommunicator implements Communicator {
             }
         }
         return new GpuRankInfo(device.ordinal(), device.uuid(), device.pciBusId(), p2pDisabled, reach, nvLinks);
+    }
+
+    /** ONE_GPU where every hop of the ring stays on one GPU, else NVLINK (the cost model's link). */
+    private GpuCostModel.Link ringLink(GpuRankInfo[] gpus) {
+        for (int r = 0; r < size; r++) {
+            if (!gpus[r].sameGpu(gpus[(r + 1) % size])) {
+                return GpuCostModel.Link.NVLINK;
+            }
+        }
+        return GpuCostModel.Link.ONE_GPU;
     }
 
     /** LL128 connections are made unless the protocol is pinned to another one. */

@@ -48,8 +48,9 @@ final class GpuTuner {
     private final boolean oneShotForced;
     /** The LL128 connections' layout; null where LL128 cannot run. */
     private final GpuLl128Layout ll128;
-    /** With LL128: LL up to llThreshold, LL128 up to this, Simple above. */
-    private final long ll128Threshold;
+    /** LL128 for messages of more than ll128From and at most ll128UpTo bytes (none where from >= upTo). */
+    private final long ll128From;
+    private final long ll128UpTo;
 
     /** A tuner without one-shot all-reduce. */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels) {
@@ -61,26 +62,32 @@ final class GpuTuner {
      *                         inboxes hold ({@link #oneShotCapacity}) where every pair of GPUs is P2P, else 0
      */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels, long oneShotThreshold) {
-        this(params, layout, maxChannels, oneShotThreshold, null, 2);
+        this(params, layout, maxChannels, oneShotThreshold, null, GpuCostModel.Link.NVLINK, 2);
     }
 
     /**
      * @param ll128  the LL128 connections where every hop of the ring is NVLink or within one GPU, else null
-     * @param nranks the communicator's size, for the cost model's thresholds
+     * @param link   what the ring's hops are (the slowest kind), for the cost model
+     * @param nranks the communicator's size, for the cost model
      */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels, long oneShotThreshold, GpuLl128Layout ll128,
-             int nranks) {
+             GpuCostModel.Link link, int nranks) {
         String proto = params.get(Params.PROTO).trim();
         this.forced = "auto".equalsIgnoreCase(proto) ? null : Protocol.fromName(proto);
         this.ll128 = ll128;
         long t = params.get(Params.LL_THRESHOLD);
+        this.llThreshold = t < 0 ? DEFAULT_LL_THRESHOLD : t;
         long t128 = params.get(Params.LL128_THRESHOLD);
+        long[] band = GpuCostModel.ll128Band(link, nranks);
         if (ll128 == null) {
-            this.llThreshold = t < 0 ? DEFAULT_LL_THRESHOLD : t;
-            this.ll128Threshold = -1;
+            this.ll128From = 0;
+            this.ll128UpTo = 0;
+        } else if (t128 >= 0) {
+            this.ll128From = llThreshold;
+            this.ll128UpTo = t128;
         } else {
-            this.llThreshold = t < 0 ? GpuCostModel.crossoverBytes(Protocol.LL, Protocol.LL128, nranks) : t;
-            this.ll128Threshold = t128 < 0 ? GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, nranks) : t128;
+            this.ll128From = t >= 0 ? Math.max(t, band[0]) : band[0];
+            this.ll128UpTo = band[1];
         }
         this.layout = layout;
         this.maxChannels = maxChannels;
@@ -111,8 +118,9 @@ final class GpuTuner {
         long elems = copy ? count * type.size() : count;
         boolean perRank = kind == Kind.REDUCE_SCATTER || kind == Kind.ALL_GATHER;
         long messageBytes = count * type.size() * (perRank ? nranks : 1);
-        Protocol protocol = forced != null ? forced : messageBytes <= llThreshold ? Protocol.LL
-                : messageBytes <= ll128Threshold ? Protocol.LL128 : Protocol.SIMPLE;
+        Protocol protocol = forced != null ? forced
+                : messageBytes > ll128From && messageBytes <= ll128UpTo ? Protocol.LL128
+                : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
         // One-shot up to its threshold unless the ring's Simple protocol is forced (ALGO=OneShot wins over that).
         if (kind == Kind.ALL_REDUCE && messageBytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE)) {
             int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, ONESHOT_BYTES_PER_BLOCK)));
@@ -162,7 +170,8 @@ final class GpuTuner {
 
     String describe() {
         return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, "
-                + (ll128 == null ? "" : "LL128 up to " + ll128Threshold + " bytes, ") + "Simple above)"
+                + (ll128 == null ? "" : ll128From < ll128UpTo ? "LL128 from " + ll128From + " to " + ll128UpTo + " bytes, "
+                : "LL128 never (cost model), ") + "Simple above)"
                 : forced.displayName()) + ", all-reduce " + (oneShotThreshold == 0 ? "ring"
                 : "one-shot up to " + oneShotThreshold + " bytes" + (oneShotForced ? " (forced)" : "") + ", ring above")
                 + ", up to " + maxChannels + " channel(s)";

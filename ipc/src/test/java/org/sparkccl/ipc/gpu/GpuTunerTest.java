@@ -19,33 +19,47 @@ class GpuTunerTest {
     private static final GpuLl128Layout LL128 = new GpuLl128Layout(32, 512L << 10);
 
     private static GpuTuner tuner(Map<String, String> settings, GpuLl128Layout ll128, int n) {
-        return new GpuTuner(Params.defaults().withOverrides(settings), LAYOUT, 32, 0, ll128, n);
+        return tuner(settings, ll128, GpuCostModel.Link.NVLINK, n);
+    }
+
+    private static GpuTuner tuner(Map<String, String> settings, GpuLl128Layout ll128, GpuCostModel.Link link, int n) {
+        return new GpuTuner(Params.defaults().withOverrides(settings), LAYOUT, 32, 0, ll128, link, n);
     }
 
     private static Protocol protocol(GpuTuner t, long bytes, int n) {
         return t.plan(Kind.ALL_REDUCE, bytes / 4, DataType.FLOAT32, n).protocol;
     }
 
+    /** With LL128 connections the tuner runs LL128 exactly where the cost model says it beats LL and Simple. */
     @Test
-    void withLl128TheModelsCrossoversSplitTheSizes() {
-        for (int n : new int[] {2, 4, 8}) {
-            GpuTuner t = tuner(Map.of(), LL128, n);
-            long ll = GpuCostModel.crossoverBytes(Protocol.LL, Protocol.LL128, n) / 4 * 4;
-            long ll128 = GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, n) / 4 * 4;
-            assertTrue(0 < ll && ll < ll128, n + " ranks: LL up to " + ll + ", LL128 up to " + ll128);
-            assertEquals(Protocol.LL, protocol(t, ll, n));
-            assertEquals(Protocol.LL128, protocol(t, ll + 4, n));
-            assertEquals(Protocol.LL128, protocol(t, ll128, n));
-            assertEquals(Protocol.SIMPLE, protocol(t, ll128 + 4, n));
-            GpuPlan plan = t.plan(Kind.ALL_REDUCE, ll128 / 4, DataType.FLOAT32, n);
-            assertEquals("sccl_ring_float_ll128", plan.kernel);
-            assertTrue(plan.sliceElems * 4 <= LL128.slotDataBytes(), "a step fits its slot: " + plan);
+    void withLl128TheTunerFollowsTheCostModel() {
+        for (GpuCostModel.Link link : GpuCostModel.Link.values()) {
+            for (int n : new int[] {2, 4, 8}) {
+                GpuTuner t = tuner(Map.of(), LL128, link, n);
+                for (long bytes = 4; bytes <= (1L << 30); bytes *= 2) {
+                    boolean ll128Wins = GpuCostModel.timeNs(Protocol.LL128, link, bytes, n)
+                            < Math.min(GpuCostModel.timeNs(Protocol.LL, link, bytes, n),
+                            GpuCostModel.timeNs(Protocol.SIMPLE, link, bytes, n));
+                    assertEquals(ll128Wins, protocol(t, bytes, n) == Protocol.LL128, link + ", " + n + " ranks, " + bytes
+                            + " bytes: " + t.describe());
+                }
+            }
         }
-        // Equal costs at the crossover, so the thresholds grow with the number of ranks as the model says.
-        assertEquals(2 * GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, 2),
-                GpuCostModel.crossoverBytes(Protocol.LL128, Protocol.SIMPLE, 4), 4);
-        long s = GpuCostModel.crossoverBytes(Protocol.LL, Protocol.LL128, 4);
-        assertEquals(GpuCostModel.timeNs(Protocol.LL, s, 4), GpuCostModel.timeNs(Protocol.LL128, s, 4), 1.0);
+    }
+
+    /** Equal costs at a crossover, and crossovers that grow in proportion to the number of ranks. */
+    @Test
+    void crossoversScaleWithTheRanks() {
+        for (GpuCostModel.Link link : GpuCostModel.Link.values()) {
+            long two = GpuCostModel.crossoverBytes(Protocol.LL, Protocol.SIMPLE, link, 2);
+            assertTrue(two > 0 && two < Long.MAX_VALUE, link + ": " + two);
+            assertEquals(4 * two, GpuCostModel.crossoverBytes(Protocol.LL, Protocol.SIMPLE, link, 8), 4);
+            assertEquals(GpuCostModel.timeNs(Protocol.LL, link, two, 2), GpuCostModel.timeNs(Protocol.SIMPLE, link, two, 2),
+                    1.0);
+        }
+        // NVLink adds to every step, Simple's most: its crossover with LL moves up.
+        assertTrue(GpuCostModel.crossoverBytes(Protocol.LL, Protocol.SIMPLE, GpuCostModel.Link.NVLINK, 2)
+                > GpuCostModel.crossoverBytes(Protocol.LL, Protocol.SIMPLE, GpuCostModel.Link.ONE_GPU, 2));
     }
 
     /** Over PCIe or staged hops the communicator offers no LL128 connections: no size picks it. */
@@ -65,6 +79,8 @@ class GpuTunerTest {
     @Test
     void settingsOverrideTheModel() {
         GpuTuner t = tuner(Map.of("SPARKCCL_LL_THRESHOLD", "4K", "SPARKCCL_LL128_THRESHOLD", "1M"), LL128, 2);
+        assertEquals("sccl_ring_float_ll128", t.plan(Kind.ALL_REDUCE, 100_000, DataType.FLOAT32, 2).kernel);
+        assertTrue(t.plan(Kind.ALL_REDUCE, 250_000, DataType.FLOAT32, 2).sliceElems * 4 <= LL128.slotDataBytes());
         assertEquals(Protocol.LL, protocol(t, 4096, 2));
         assertEquals(Protocol.LL128, protocol(t, 4100, 2));
         assertEquals(Protocol.LL128, protocol(t, 1 << 20, 2));
