@@ -79,8 +79,8 @@ if [ "$what" = ll128 ]; then
 fi
 
 if [ "$what" = ll128-verify ]; then
-  # Every gpu-tagged test of this package, then LL128 with 4x larger slots (fewer, longer steps: does
-  # the per-step cost or the per-byte rate limit it?) and the tuner's own choice, 2 ranks on GPU 0.
+  # Every gpu-tagged test of this package, then the three protocols on the ring again (one call, so
+  # that their ratios compare), 2 ranks as threads on GPU 0.
   echo "== JUnit (gpu tag)"
   start=$(date +%s)
   timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
@@ -89,9 +89,10 @@ if [ "$what" = ll128-verify ]; then
   echo "junit exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘" "$out/junit.log" | head -40
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
-  bench ring-LL128-2M SPARKCCL_ALGO=Ring SPARKCCL_PROTO=LL128 SPARKCCL_LL128_BUFFSIZE=2M -- -b 1M -e 32M -f 2 -n 20 -w 5 \
-    -g 1 --ranks-per-gpu 2 --threads
-  bench auto -- -b 1K -e 32M -f 4 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  bench ring-LL128 SPARKCCL_ALGO=Ring SPARKCCL_PROTO=LL128 -- -b 1K -e 32M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  for p in LL Simple; do
+    bench "ring-$p" SPARKCCL_ALGO=Ring SPARKCCL_PROTO=$p -- -b 1K -e 32M -f 4 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  done
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
 fi
 
