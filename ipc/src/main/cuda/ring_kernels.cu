@@ -335,6 +335,25 @@ struct Waiter {
     }
 };
 
+// A sender of a flag-per-line protocol (LL, LL128), before reusing a slot: waits until the receiver has
+// consumed the step STEPS ago. One lane per warp polls the (remote) head and shares what it saw.
+__device__ __forceinline__ void waitForRoom(const volatile uint64_t* head, uint64_t step, uint64_t& headCache,
+                                            Waiter& w) {
+    if (step < headCache + SCCL_STEPS) return;
+    uint64_t seen = headCache;
+    if ((threadIdx.x & 31) == 0) {
+        int spins = 0;
+        while (true) {
+            seen = ldVolatile64(head);
+            if (step < seen + SCCL_STEPS) break;
+            if (w.check(++spins)) break;
+        }
+    }
+    seen = __shfl_sync(0xffffffffu, seen, 0);
+    if (seen > headCache) headCache = seen;
+    if (step >= headCache + SCCL_STEPS) headCache = step;  // aborted: stop asking
+}
+
 // ---- LL128: NCCL's third protocol, for hops over NVLink or within one GPU. -------------------------
 //
 // A slot is a run of 128-byte lines; each line carries 120 bytes of data and, in its last 8 bytes, a
@@ -402,22 +421,7 @@ struct Ll128Link {
         }
     }
 
-    // Before reusing a slot, wait until the receiver has consumed the step STEPS ago (one lane per warp polls).
-    __device__ __forceinline__ void waitSlot() {
-        if (sendStep < headCache + SCCL_STEPS) return;
-        uint64_t head = headCache;
-        if ((threadIdx.x & 31) == 0) {
-            int spins = 0;
-            while (true) {
-                head = ldVolatile64(sendHead);
-                if (sendStep < head + SCCL_STEPS) break;
-                if (w.check(++spins)) break;
-            }
-        }
-        head = __shfl_sync(0xffffffffu, head, 0);
-        if (head > headCache) headCache = head;
-        if (sendStep >= headCache + SCCL_STEPS) headCache = sendStep;  // aborted: stop asking
-    }
+    __device__ __forceinline__ void waitSlot() { waitForRoom(sendHead, sendStep, headCache, w); }
 
     template <int OP>
     __device__ __noinline__ void lines(const char* rslot, uint64_t rflag, const char* src, char* dst, char* sslot,
@@ -595,21 +599,7 @@ struct Channel {
 
     // LL sender: before reusing a slot, wait until the receiver has consumed the step STEPS ago.
     // One lane per warp polls the (remote) head and shares what it saw.
-    __device__ __forceinline__ void llWaitSlot() {
-        if (llSend < llHeadCache + SCCL_STEPS) return;
-        uint64_t head = llHeadCache;
-        if ((threadIdx.x & 31) == 0) {
-            int spins = 0;
-            while (true) {
-                head = ldVolatile64(sendLlHead);
-                if (llSend < head + SCCL_STEPS) break;
-                if (w.check(++spins)) break;
-            }
-        }
-        head = __shfl_sync(0xffffffffu, head, 0);
-        if (head > llHeadCache) llHeadCache = head;
-        if (llSend >= llHeadCache + SCCL_STEPS) llHeadCache = llSend;  // aborted: stop asking
-    }
+    __device__ __forceinline__ void llWaitSlot() { waitForRoom(sendLlHead, llSend, llHeadCache, w); }
 
     __device__ __forceinline__ uint64_t llRead(const uint4* line, uint32_t flag) {
         uint4 v;

@@ -24,8 +24,8 @@ import org.sparkccl.core.proto.Protocol;
  *
  * <p>Where the numbers come from (docs/perf/gpu-allreduce.md, "LL128"): {@link Link#ONE_GPU} was measured
  * on one H200 with two ranks as threads (kernel time of the forced ring, float32, 2026-12-01): alpha is
- * half the kernel time of small calls (1 KB - 64 KB: two dependent steps at n = 2), perByte the kernel
- * time's slope between 16 and 32 MB. {@link Link#NVLINK} is not measured (no two-GPU machine was lent):
+ * half the median kernel time of small calls (1 KB - 64 KB: two dependent steps at n = 2), perByte the
+ * kernel time's slope between 16 and 32 MB. {@link Link#NVLINK} is not measured (no two-GPU machine was lent):
  * it is ONE_GPU plus what crossing NVLink adds, from this project's two-GPU measurements
  * (shared/device/README.md): half the 1.3 us flag round trip for a step whose data carries its flags (LL,
  * LL128), a round trip more for Simple (its system fence waits for the data to land before the tail
@@ -42,10 +42,11 @@ final class GpuCostModel {
     enum Link { ONE_GPU, NVLINK }
 
     // One H200, two ranks as threads, forced ring (GpuAllReduceBench kernel column): small-call kernel
-    // time 14.6 / 21.0 / 16.4 us (LL / LL128 / Simple), 16 MB -> 32 MB slope 11.01 / 8.26 / 2.55 ns per KB.
+    // time 14.6 / 18.1 / 16.4 us (LL / LL128 / Simple), 16 MB -> 32 MB slope 184.7 / 94.9 / 42.8 us, that
+    // is 90.8 / 176.8 / 392 GB/s of message. (LL128 from the build with 128 registers per thread.)
     static final Cost ONE_GPU_LL = new Cost(7_300, 0.011_01);
-    static final Cost ONE_GPU_LL128 = new Cost(10_500, 0.008_26);
-    static final Cost ONE_GPU_SIMPLE = new Cost(8_200, 0.002_55);
+    static final Cost ONE_GPU_LL128 = new Cost(9_070, 0.005_656);
+    static final Cost ONE_GPU_SIMPLE = new Cost(8_200, 0.002_548);
 
     /** NVLink between two H200s (NV18), measured by this project: flag round trip and peer-copy rate. */
     static final double NVLINK_ROUND_TRIP_NS = 1_300;
