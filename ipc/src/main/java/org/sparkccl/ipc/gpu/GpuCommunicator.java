@@ -388,11 +388,19 @@ public final class GpuCommunicator implements Communicator {
         return GpuCostModel.Link.ONE_GPU;
     }
 
-    /** LL128 connections are made unless the protocol is pinned to another one. */
+    /**
+     * LL128 connections (33 MB of device memory at 64 channels) are made only where LL128 may run: forced,
+     * or on auto where SPARKCCL_LL128_THRESHOLD is set or the cost model gives it sizes at this many ranks.
+     */
     private boolean ll128Wanted() {
         String proto = params.get(Params.PROTO).trim();
-        return size > 1 && !params.get(Params.P2P_DISABLE)
-                && ("auto".equalsIgnoreCase(proto) || Protocol.fromName(proto) == Protocol.LL128);
+        if (size < 2 || params.get(Params.P2P_DISABLE)) {
+            return false;
+        }
+        if (!"auto".equalsIgnoreCase(proto)) {
+            return Protocol.fromName(proto) == Protocol.LL128;
+        }
+        return params.get(Params.LL128_THRESHOLD) >= 0 || GpuCostModel.ll128EverWins(size);
     }
 
     /**

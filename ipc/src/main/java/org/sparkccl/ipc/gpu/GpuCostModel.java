@@ -108,4 +108,15 @@ final class GpuCostModel {
         long upTo = crossoverBytes(Protocol.LL128, Protocol.SIMPLE, link, n);
         return new long[] {from, upTo};
     }
+
+    /** True when LL128 beats LL and Simple at some size over {@code n} ranks, on some kind of link. */
+    static boolean ll128EverWins(int n) {
+        for (Link link : Link.values()) {
+            long[] band = ll128Band(link, n);
+            if (band[0] < band[1]) {
+                return true;
+            }
+        }
+        return false;
+    }
 }

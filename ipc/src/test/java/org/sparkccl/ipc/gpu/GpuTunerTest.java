@@ -33,6 +33,14 @@ class GpuTunerTest {
     /** With LL128 connections the tuner runs LL128 exactly where the cost model says it beats LL and Simple. */
     @Test
     void withLl128TheTunerFollowsTheCostModel() {
+        for (int n : new int[] {2, 4, 8}) {
+            boolean anyBand = false;
+            for (GpuCostModel.Link link : GpuCostModel.Link.values()) {
+                long[] band = GpuCostModel.ll128Band(link, n);
+                anyBand |= band[0] < band[1];
+            }
+            assertEquals(anyBand, GpuCostModel.ll128EverWins(n), "connections are made where the model may pick LL128");
+        }
         for (GpuCostModel.Link link : GpuCostModel.Link.values()) {
             for (int n : new int[] {2, 4, 8}) {
                 GpuTuner t = tuner(Map.of(), LL128, link, n);
