@@ -78,6 +78,45 @@ if [ "$what" = quick ]; then
   for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; cat "$f"; done
 fi
 
+if [ "$what" = ll128 ]; then
+  # LL128: its tests, the LL and Simple matrices (same kernel file), then LL vs LL128 vs Simple per size
+  # on the ring (one-shot off), 2 ranks as threads on GPU 0 (ranks share it where there is one GPU).
+  echo "== JUnit (LL128, and the P2P LL / Simple matrices)"
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --select-class org.sparkccl.ipc.gpu.GpuLl128Test \
+    --select-method org.sparkccl.ipc.gpu.GpuCollectivesTest#everyTypeAndOpOnTwoGpusP2pLl \
+    --select-method org.sparkccl.ipc.gpu.GpuCollectivesTest#everyTypeAndOpOnTwoGpusP2pSimple \
+    --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|LL128:" "$out/junit.log" | head -40
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+  for p in LL LL128 Simple; do
+    bench "ring-$p" SPARKCCL_ALGO=Ring SPARKCCL_PROTO=$p -- -b 1K -e 32M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  done
+  bench auto -- -b 1K -e 32M -f 4 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
+fi
+
+if [ "$what" = ll128-verify ]; then
+  # Every gpu-tagged test of this package, then the three protocols on the ring again (one call, so
+  # that their ratios compare), 2 ranks as threads on GPU 0.
+  echo "== JUnit (gpu tag)"
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$dev/test-classes" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘" "$out/junit.log" | head -40
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+  bench ring-LL128 SPARKCCL_ALGO=Ring SPARKCCL_PROTO=LL128 -- -b 1K -e 32M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  for p in LL Simple; do
+    bench "ring-$p" SPARKCCL_ALGO=Ring SPARKCCL_PROTO=$p -- -b 1K -e 32M -f 4 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads
+  done
+  for f in "$out"/bench-*.log; do echo "---- $(basename "$f")"; grep -v "^# settings" "$f"; done
+fi
+
 if [ "$what" = sweep ]; then
   # Channel counts for large messages, P2P and staged; the default is what the tuner picks.
   # (Each size's first call is checked against a float64 reference made in Java: big sizes cost seconds.)

@@ -69,6 +69,25 @@ struct OneShotPtrs {
     uint64_t pad[16 - 1 - SCCL_MAX_ONESHOT_RANKS];
 };
 
+// One channel's LL128 connection (GpuLl128Layout.java), zero where LL128 is off (some hop of the ring is
+// neither NVLink nor one GPU). The receiver's window holds the head and the slots; the sender writes
+// the slots, the receiver the head.
+struct Ll128Ptrs {
+    uint64_t recvSlots;  // my window: STEPS slots of 128-byte lines the previous rank writes
+    uint64_t recvHead;   // my window: LL128 steps I consumed (the previous rank reads it)
+    uint64_t sendSlots;  // next rank's window, mapped here
+    uint64_t sendHead;
+    uint64_t state;      // my device memory: Ll128State, kept between kernels
+    uint64_t slotBytes;  // wire bytes of one slot, a multiple of 128
+    uint64_t pad[2];
+};
+
+// Per-channel LL128 progress that outlives a kernel (private device memory of this rank).
+struct Ll128State {
+    uint64_t send, recv, headCache;
+    uint64_t pad[5];
+};
+
 struct DevComm {
     uint64_t rank;
     uint64_t nranks;
@@ -83,6 +102,7 @@ struct DevComm {
     uint64_t pad[6];
     ChannelPtrs ch[SCCL_MAX_CHANNELS];
     OneShotPtrs oneShot;
+    Ll128Ptrs ll128[SCCL_MAX_CHANNELS];
 };
 
 // The kernel's only parameter, passed by value (CollArgs in DevCommLayout.java).
@@ -103,7 +123,9 @@ struct CollArgs {
 
 static_assert(sizeof(ChannelPtrs) == 128, "ChannelPtrs layout");
 static_assert(sizeof(OneShotPtrs) == 128, "OneShotPtrs layout");
-static_assert(sizeof(DevComm) == 128 + SCCL_MAX_CHANNELS * 128 + 128, "DevComm layout");
+static_assert(sizeof(Ll128Ptrs) == 64, "Ll128Ptrs layout");
+static_assert(sizeof(Ll128State) == 64, "Ll128State layout");
+static_assert(sizeof(DevComm) == 128 + SCCL_MAX_CHANNELS * 128 + 128 + SCCL_MAX_CHANNELS * 64, "DevComm layout");
 static_assert(sizeof(CollArgs) == 96, "CollArgs layout");
 
 // ---- Memory access with the orderings the protocols need. ----------------------------------------
@@ -319,6 +341,185 @@ struct Waiter {
     }
 };
 
+// A sender of a flag-per-line protocol (LL, LL128), before reusing a slot: waits until the receiver has
+// consumed the step STEPS ago. One lane per warp polls the (remote) head and shares what it saw.
+__device__ __forceinline__ void waitForRoom(const volatile uint64_t* head, uint64_t step, uint64_t& headCache,
+                                            Waiter& w) {
+    if (step < headCache + SCCL_STEPS) return;
+    uint64_t seen = headCache;
+    if ((threadIdx.x & 31) == 0) {
+        int spins = 0;
+        while (true) {
+            seen = ldVolatile64(head);
+            if (step < seen + SCCL_STEPS) break;
+            if (w.check(++spins)) break;
+        }
+    }
+    seen = __shfl_sync(0xffffffffu, seen, 0);
+    if (seen > headCache) headCache = seen;
+    if (step >= headCache + SCCL_STEPS) headCache = step;  // aborted: stop asking
+}
+
+// ---- LL128: NCCL's third protocol, for hops over NVLink or within one GPU. -------------------------
+//
+// A slot is a run of 128-byte lines; each line carries 120 bytes of data and, in its last 8 bytes, a
+// 64-bit flag (the step number + 1). Eight consecutive lanes of a warp write one line, 16 bytes each,
+// in one warp-wide store instruction: lane 8k+7 stores the line's last 8 data bytes together with the
+// flag. NVLink and a GPU's own memory deliver such a 128-byte store at once, so a reader that sees a
+// line's flag sees its data (NCCL's prims_ll128.h relies on the same; PCIe and host memory do not, so
+// the host never picks LL128 there). The reader's eight lanes of a line load it the same way, the
+// flag lane checks the flag, and the warp spins until every flag lane of the warp is satisfied; then
+// it loads the lines once more (as NCCL does) and uses that copy. Flags are 64-bit: they never wrap.
+// Line L of a step carries the step's bytes [120 L, 120 L + 120); lane j of the line carries bytes
+// 16 j .. 16 j + 15 of them (lane 7: 112..119, then the flag).
+#define SCCL_LL128_LINE_BYTES 128
+#define SCCL_LL128_DATA_BYTES 120
+#define SCCL_LL128_UNROLL 4                              // lines per lane and pass: loads in flight
+#define SCCL_LL128_WARP_LINES (4 * SCCL_LL128_UNROLL)    // a warp covers 4 lines per store instruction
+
+__device__ __forceinline__ void ldVolatile2x64(const void* p, uint64_t& a, uint64_t& b) {
+    asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+
+__device__ __forceinline__ void stVolatile2x64(void* p, uint64_t a, uint64_t b) {
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+
+template <template <int> class RED>
+struct Ll128Link {
+    typedef typename RED<OP_SUM>::S S;
+    const char* recvSlots;
+    volatile uint64_t* recvHead;
+    char* sendSlots;
+    const volatile uint64_t* sendHead;
+    Ll128State* statePtr;
+    uint64_t sendStep, recvStep, headCache;
+    int64_t slotBytes;
+    int nranks;
+    int op;
+    Waiter w;
+
+    __device__ void load(const DevComm* c, int channel, int reduceOp, Waiter waiter) {
+        const Ll128Ptrs& p = c->ll128[channel];
+        recvSlots = (const char*)p.recvSlots;
+        recvHead = (volatile uint64_t*)p.recvHead;
+        sendSlots = (char*)p.sendSlots;
+        sendHead = (const volatile uint64_t*)p.sendHead;
+        statePtr = (Ll128State*)p.state;
+        slotBytes = (int64_t)p.slotBytes;
+        const volatile uint64_t* sv = (const volatile uint64_t*)statePtr;
+        sendStep = sv[0];
+        recvStep = sv[1];
+        headCache = sv[2];
+        nranks = (int)c->nranks;
+        op = reduceOp;
+        w = waiter;
+    }
+
+    // Called by every thread after a __syncthreads (Channel::save).
+    __device__ void save() {
+        if (threadIdx.x == 0) {
+            volatile uint64_t* sv = (volatile uint64_t*)statePtr;
+            sv[0] = sendStep;
+            sv[1] = recvStep;
+            sv[2] = headCache;
+            __threadfence();
+        }
+    }
+
+    __device__ __forceinline__ void waitSlot() { waitForRoom(sendHead, sendStep, headCache, w); }
+
+    template <int OP>
+    __device__ __noinline__ void lines(const char* rslot, uint64_t rflag, const char* src, char* dst, char* sslot,
+                                       uint64_t sflag, int64_t nbytes, int64_t nlines, bool doRecv, bool doSend,
+                                       bool postOp) {
+        typedef RED<OP> R;
+        const int lane = threadIdx.x & 31;
+        const int part = lane & 7;        // which 16 bytes of its line this lane carries
+        const bool flagLane = part == 7;  // ... the last ones: 8 data bytes and the flag
+        const int64_t warpStride = (int64_t)(blockDim.x >> 5) * SCCL_LL128_WARP_LINES;
+        for (int64_t base = (int64_t)(threadIdx.x >> 5) * SCCL_LL128_WARP_LINES; base < nlines; base += warpStride) {
+            uint64_t lo[SCCL_LL128_UNROLL], hi[SCCL_LL128_UNROLL];
+            // The user's data first: its loads are in flight while the lane waits for the peer's lines.
+#pragma unroll
+            for (int u = 0; u < SCCL_LL128_UNROLL; u++) {
+                const int64_t off = (base + 4 * u + (lane >> 3)) * SCCL_LL128_DATA_BYTES + 16 * part;
+                const int64_t b0 = min(max(nbytes - off, (int64_t)0), (int64_t)8);
+                const int64_t b1 = flagLane ? 0 : min(max(nbytes - off - 8, (int64_t)0), (int64_t)8);
+                lo[u] = src != nullptr && b0 > 0 ? loadUser8<S>(src + off, (int)b0) : 0;
+                hi[u] = src != nullptr && b1 > 0 ? loadUser8<S>(src + off + 8, (int)b1) : 0;
+            }
+            if (doRecv) {
+                uint64_t rlo[SCCL_LL128_UNROLL], rhi[SCCL_LL128_UNROLL];
+                int spins = 0;
+                bool again;
+                do {
+                    again = false;
+#pragma unroll
+                    for (int u = 0; u < SCCL_LL128_UNROLL; u++) {
+                        const int64_t line = base + 4 * u + (lane >> 3);
+                        if (line < nlines) {
+                            ldVolatile2x64(rslot + line * SCCL_LL128_LINE_BYTES + 16 * part, rlo[u], rhi[u]);
+                            again |= flagLane && rhi[u] != rflag;
+                        }
+                    }
+                    if (again && w.check(++spins)) again = false;
+                } while (__any_sync(0xffffffffu, again));
+#pragma unroll
+                for (int u = 0; u < SCCL_LL128_UNROLL; u++) {
+                    const int64_t line = base + 4 * u + (lane >> 3);
+                    if (line < nlines) ldVolatile2x64(rslot + line * SCCL_LL128_LINE_BYTES + 16 * part, rlo[u], rhi[u]);
+                    lo[u] = src != nullptr ? reducePack<R>(rlo[u], lo[u]) : rlo[u];
+                    hi[u] = src != nullptr ? reducePack<R>(rhi[u], hi[u]) : rhi[u];
+                }
+            }
+            // After an abort nothing more is sent: a peer must never take garbage for data. The whole warp
+            // agrees, so that no line goes out with its flag but without some of its data.
+            const bool live = __all_sync(0xffffffffu, !*w.aborted);
+#pragma unroll
+            for (int u = 0; u < SCCL_LL128_UNROLL; u++) {
+                const int64_t line = base + 4 * u + (lane >> 3);
+                const int64_t off = line * SCCL_LL128_DATA_BYTES + 16 * part;
+                const int64_t b0 = min(max(nbytes - off, (int64_t)0), (int64_t)8);
+                const int64_t b1 = flagLane ? 0 : min(max(nbytes - off - 8, (int64_t)0), (int64_t)8);
+                if (postOp) {
+                    lo[u] = postPack<R>(lo[u], nranks);
+                    hi[u] = postPack<R>(hi[u], nranks);
+                }
+                if (dst != nullptr && b0 > 0) storeUser8<S>(dst + off, lo[u], (int)b0);
+                if (dst != nullptr && b1 > 0) storeUser8<S>(dst + off + 8, hi[u], (int)b1);
+                if (doSend && live && line < nlines) {
+                    stVolatile2x64(sslot + line * SCCL_LL128_LINE_BYTES + 16 * part, lo[u], flagLane ? sflag : hi[u]);
+                }
+            }
+        }
+    }
+
+    // One LL128 step, with the LL step's meaning (Channel::llStep). An empty step still carries one line.
+    __device__ __noinline__ void step(const char* src, char* dst, int64_t nbytes, bool doRecv, bool doSend, bool postOp) {
+        int64_t nlines = (nbytes + SCCL_LL128_DATA_BYTES - 1) / SCCL_LL128_DATA_BYTES;
+        if (nlines == 0) nlines = 1;
+        const uint64_t sflag = sendStep + 1;
+        const uint64_t rflag = recvStep + 1;
+        char* sslot = sendSlots + (int64_t)(sendStep % SCCL_STEPS) * slotBytes;
+        const char* rslot = recvSlots + (int64_t)(recvStep % SCCL_STEPS) * slotBytes;
+        if (doSend) waitSlot();
+        switch (op) {
+            case OP_SUM: lines<OP_SUM>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_PROD: lines<OP_PROD>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_MIN: lines<OP_MIN>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            case OP_MAX: lines<OP_MAX>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+            default: lines<OP_AVG>(rslot, rflag, src, dst, sslot, sflag, nbytes, nlines, doRecv, doSend, postOp); break;
+        }
+        if (doSend) sendStep++;
+        if (doRecv) {
+            __syncthreads();  // every warp has read the slot before the sender may reuse it
+            if (threadIdx.x == 0) stReleaseSys(recvHead, recvStep + 1);
+            recvStep++;
+        }
+    }
+};
+
 // ---- One channel's connection and its two protocols. --------------------------------------------
 
 template <template <int> class RED>
@@ -343,6 +544,8 @@ struct Channel {
     int op;
     bool simple;
     Waiter w;
+    bool useLl128;  // steps go through ll128 (loadLl128); the header still goes through LL
+    Ll128Link<RED> ll128;
 
     __device__ void load(const DevComm* c, int channel, bool useSimple, int reduceOp, Waiter waiter) {
         comm = c;
@@ -378,6 +581,7 @@ struct Channel {
         simpleSlotBytes = (int64_t)c->simpleSlotBytes;
         nranks = (int)c->nranks;
         simple = useSimple;
+        useLl128 = false;
         op = reduceOp;
         w = waiter;
     }
@@ -396,25 +600,12 @@ struct Channel {
             *statePtr = s;
             __threadfence();
         }
+        if (useLl128) ll128.save();
     }
 
     // LL sender: before reusing a slot, wait until the receiver has consumed the step STEPS ago.
     // One lane per warp polls the (remote) head and shares what it saw.
-    __device__ __forceinline__ void llWaitSlot() {
-        if (llSend < llHeadCache + SCCL_STEPS) return;
-        uint64_t head = llHeadCache;
-        if ((threadIdx.x & 31) == 0) {
-            int spins = 0;
-            while (true) {
-                head = ldVolatile64(sendLlHead);
-                if (llSend < head + SCCL_STEPS) break;
-                if (w.check(++spins)) break;
-            }
-        }
-        head = __shfl_sync(0xffffffffu, head, 0);
-        if (head > llHeadCache) llHeadCache = head;
-        if (llSend >= llHeadCache + SCCL_STEPS) llHeadCache = llSend;  // aborted: stop asking
-    }
+    __device__ __forceinline__ void llWaitSlot() { waitForRoom(sendLlHead, llSend, llHeadCache, w); }
 
     __device__ __forceinline__ uint64_t llRead(const uint4* line, uint32_t flag) {
         uint4 v;
@@ -612,8 +803,15 @@ struct Channel {
         }
     }
 
+    __device__ void loadLl128(const DevComm* c, int channel) {
+        useLl128 = true;
+        ll128.load(c, channel, op, w);
+    }
+
     __device__ __forceinline__ void step(const char* src, char* dst, int64_t nbytes, bool doRecv, bool doSend, bool postOp) {
-        if (simple) {
+        if (useLl128) {
+            ll128.step(src, dst, nbytes, doRecv, doSend, postOp);
+        } else if (simple) {
             simpleStep(src, dst, nbytes, doRecv, doSend, postOp);
         } else {
             llStep(src, dst, nbytes, doRecv, doSend, postOp);
@@ -754,7 +952,7 @@ __device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, 
     return w;
 }
 
-template <template <int> class RED, bool SIMPLE>
+template <template <int> class RED, bool SIMPLE, bool LL128 = false>
 __device__ void ringKernel(const CollArgs& a) {
     typedef typename RED<OP_SUM>::S S;
     __shared__ volatile int abortedShared;
@@ -772,6 +970,7 @@ __device__ void ringKernel(const CollArgs& a) {
 
     Channel<RED> ch;
     ch.load(comm, c, SIMPLE, (int)a.op, w);
+    if (LL128) ch.loadLl128(comm, c);
 
     const char* send = (const char*)a.send;
     char* recv = (char*)a.recv;
@@ -1062,3 +1261,21 @@ SCCL_KERNELS(int32, RedI32)
 SCCL_KERNELS(int64, RedI64)
 SCCL_KERNELS(int8, RedI8)
 SCCL_KERNELS(uint8, RedU8)
+
+// The LL128 ring kernels, sccl_ring_<DataType.ncclName()>_ll128: launched only where every hop of the
+// ring is NVLink or within one GPU (GpuTuner). One block per SM (minBlocks 1) lets ptxas give a thread
+// 128 registers instead of 64: with 64, Ll128Link::lines spilled 220-580 bytes per thread to local memory
+// (ptxas -v, sm_90); with 128, at most 64.
+#define SCCL_LL128_KERNEL(TNAME, RED)                                                                         \
+    extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS, 1) sccl_ring_##TNAME##_ll128(CollArgs a) { \
+        ringKernel<RED, false, true>(a);                                                                  \
+    }
+
+SCCL_LL128_KERNEL(float, RedF32)
+SCCL_LL128_KERNEL(double, RedF64)
+SCCL_LL128_KERNEL(half, RedF16)
+SCCL_LL128_KERNEL(bfloat16, RedBF16)
+SCCL_LL128_KERNEL(int32, RedI32)
+SCCL_LL128_KERNEL(int64, RedI64)
+SCCL_LL128_KERNEL(int8, RedI8)
+SCCL_LL128_KERNEL(uint8, RedU8)

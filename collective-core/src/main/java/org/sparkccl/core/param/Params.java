@@ -29,7 +29,8 @@ public final class Params {
                     + " otherwise)",
             s -> oneOfIgnoringCase(s, "auto", "Ring", "OneShot", "Direct"));
     public static final Param<String> PROTO = define("PROTO", "auto",
-            "protocol: LL, Simple or auto (the tuner chooses by size)", s -> s);
+            "protocol: LL, Simple, LL128 (GPU engine only, where every hop of the ring is NVLink or within one GPU)"
+                    + " or auto (the tuner chooses by size)", s -> s);
     public static final Param<String> TOPO_FILE = define("TOPO_FILE", "",
             "topology file to use instead of reading sysfs", s -> s);
     public static final Param<Boolean> P2P_DISABLE = define("P2P_DISABLE", false,
@@ -49,6 +50,12 @@ public final class Params {
             "bytes of Simple-protocol buffer per channel and peer (split into 8 slots)", Params::parseSize);
     public static final Param<Long> LL_BUFFSIZE = define("LL_BUFFSIZE", 256L << 10,
             "bytes of LL-protocol buffer per channel and peer, flags included (split into 8 slots)", Params::parseSize);
+    public static final Param<Long> LL128_BUFFSIZE = define("LL128_BUFFSIZE", 512L << 10,
+            "bytes of LL128-protocol buffer per channel and peer on GPUs, flags included (split into 8 slots of"
+                    + " 128-byte lines)", Params::parseSize);
+    public static final Param<Long> LL128_THRESHOLD = define("LL128_THRESHOLD", -1L,
+            "message size in bytes up to which the GPU tuner picks LL128 (above LL's threshold, where every hop is"
+                    + " NVLink or within one GPU); -1 derives it from the cost model (GpuCostModel)", Params::parseSize);
     public static final Param<Integer> NCHANNELS = define("NCHANNELS", 0,
             "number of channels (parallel rings); 0 lets sparkccl choose", Integer::parseInt);
     public static final Param<String> RINGS = define("RINGS", "",

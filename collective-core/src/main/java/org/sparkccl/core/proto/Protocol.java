@@ -2,9 +2,12 @@ package org.sparkccl.core.proto;
 
 import java.util.Locale;
 
-/** Wire protocols, with the names SPARKCCL_PROTO takes: LL for latency, Simple for bandwidth. */
+/**
+ * Wire protocols, with the names SPARKCCL_PROTO takes: LL for latency, Simple for bandwidth, LL128 (GPUs
+ * only, over NVLink or within one GPU) for the sizes between. The ordinal travels in the collective header.
+ */
 public enum Protocol {
-    LL("LL"), SIMPLE("Simple");
+    LL("LL"), SIMPLE("Simple"), LL128("LL128");
 
     private final String displayName;
 
@@ -22,7 +25,7 @@ public enum Protocol {
                 return p;
             }
         }
-        throw new IllegalArgumentException("unknown protocol '" + name + "': use LL, Simple or auto");
+        throw new IllegalArgumentException("unknown protocol '" + name + "': use LL, LL128, Simple or auto");
     }
 
     @Override

@@ -42,6 +42,11 @@ public final class Tuner {
     public Tuner(Params params, int channels) {
         String proto = params.get(Params.PROTO);
         this.forced = "auto".equalsIgnoreCase(proto.trim()) ? null : Protocol.fromName(proto);
+        if (forced == Protocol.LL128) {
+            // Its whole-line stores are a GPU thing: a CPU store of 128 bytes is not seen by a peer at once.
+            throw new IllegalArgumentException("SPARKCCL_PROTO=LL128 is a GPU protocol (NVLink or one GPU); the host "
+                    + "engine runs LL or Simple: set SPARKCCL_PROTO to LL, Simple or auto for CPU communicators");
+        }
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_CPU_LL_THRESHOLD : t;
         String algo = params.get(Params.ALGO);

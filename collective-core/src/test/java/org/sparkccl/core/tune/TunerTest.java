@@ -42,4 +42,13 @@ class TunerTest {
         assertFalse(tuner(Map.of("SPARKCCL_ALGO", "OneShot", "SPARKCCL_ONESHOT_THRESHOLD", "1M")).oneShotAllReduce((1L << 20) + 1));
         assertThrows(IllegalArgumentException.class, () -> tuner(Map.of("SPARKCCL_ALGO", "tree")));
     }
+
+    /** LL128 needs whole-line stores that a peer sees at once: the host engine refuses it, saying why. */
+    @Test
+    void theHostEngineRefusesLl128() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> tuner(Map.of("SPARKCCL_PROTO", "ll128")));
+        assertTrue(e.getMessage().contains("GPU protocol") && e.getMessage().contains("LL, Simple or auto"), e.getMessage());
+        assertEquals(Protocol.LL128, Protocol.fromName(" LL128 "));
+    }
 }

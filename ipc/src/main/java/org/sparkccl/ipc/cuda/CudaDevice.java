@@ -106,6 +106,22 @@ public final class CudaDevice {
         return rc == CUresult.CUDA_SUCCESS ? rank[0] : -1;
     }
 
+    /**
+     * True when this GPU reaches {@code other} over NVLink. CUDA names no link kind; it reports native
+     * peer atomics, which it offers over NVLink only (over PCIe a peer atomic is a read then a write:
+     * CUDA programming guide, atomic functions), so that attribute tells the two apart without NVML.
+     */
+    public boolean nvLinkTo(CudaDevice other) {
+        if (other == this || !canAccessPeer(other)) {
+            return false;
+        }
+        int[] atomics = new int[1];
+        Cuda.check(JCudaDriver.cuDeviceGetP2PAttribute(atomics,
+                CUdevice_P2PAttribute.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, device, other.device),
+                "cuDeviceGetP2PAttribute(native atomics, to GPU " + other.ordinal + ")", where());
+        return atomics[0] != 0;
+    }
+
     /** Lets kernels of this context use pointers into {@code peer}'s memory (same-process peers). */
     public synchronized void enablePeerAccess(CudaDevice peer) {
         if (peer == this || peersEnabled.contains(peer.ordinal)) {

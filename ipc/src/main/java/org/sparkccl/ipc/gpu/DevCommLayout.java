@@ -19,8 +19,11 @@ import org.sparkccl.core.proto.SegmentLayout;
  *   position i)   96 this rank's position in it   104..127 unused
  *  128 + 128 * 64: one-shot inboxes (GpuOneShotLayout)
  *    0 inbox bytes   8 + 8 * r: rank r's inboxes as this GPU addresses them (0 when one-shot is off)
+ *  128 + 128 * 64 + 128 + 64 * c: channel c's LL128 connection (GpuLl128Layout; 0 when LL128 is off)
+ *    0 recv slots   8 recv head   16 send slots   24 send head   32 Ll128State*   40 slot bytes   48..63 unused
  *  ChannelState (64 bytes per channel, private device memory): LL send/recv step, Simple send/recv
  *  step, LL and Simple head caches
+ *  Ll128State (64 bytes per channel, private device memory): LL128 send and recv step, head cache
  *  CollArgs (96 bytes, the kernel's parameter): see ARG_* offsets
  * </pre>
  */
@@ -33,7 +36,16 @@ final class DevCommLayout {
     static final int ONE_SHOT_INBOX_BYTES = ONE_SHOT;
     static final int ONE_SHOT_PEER = ONE_SHOT + 8;
     static final int ONE_SHOT_BYTES = 128;
-    static final int BYTES = ONE_SHOT + ONE_SHOT_BYTES;
+    /** After the one-shot inboxes: one LL128 connection per channel. */
+    static final int LL128 = ONE_SHOT + ONE_SHOT_BYTES;
+    static final int LL128_CHANNEL_BYTES = 64;
+    static final int LL128_RECV_SLOTS = 0;
+    static final int LL128_RECV_HEAD = 8;
+    static final int LL128_SEND_SLOTS = 16;
+    static final int LL128_SEND_HEAD = 24;
+    static final int LL128_STATE = 32;
+    static final int LL128_SLOT_BYTES = 40;
+    static final int BYTES = LL128 + MAX_CHANNELS * LL128_CHANNEL_BYTES;
     static final int STATE_BYTES = 64;
 
     static final int RANK = 0;
@@ -134,5 +146,9 @@ final class DevCommLayout {
                     + MAX_PROBING_RANKS + " ranks");
         }
         return WINDOW_PROBES + 8L * opener;
+    }
+
+    static int ll128Channel(int c) {
+        return LL128 + c * LL128_CHANNEL_BYTES;
     }
 }

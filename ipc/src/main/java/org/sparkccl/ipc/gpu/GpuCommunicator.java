@@ -188,6 +188,12 @@ public final class GpuCommunicator implements Communicator {
         GpuOneShotLayout oneShotLayout = new GpuOneShotLayout(size, oneShotCapacity);
         long oneShotOffset = (deviceLayout.totalBytes() + 4095) / 4096 * 4096;
         long deviceWindowBytes = oneShotCapacity > 0 ? oneShotOffset + oneShotLayout.totalBytes() : deviceLayout.totalBytes();
+        // LL128 connections follow, likewise made wherever they may be used (known after the round).
+        GpuLl128Layout ll128Layout = ll128Wanted() ? new GpuLl128Layout(p2pChannels, params.get(Params.LL128_BUFFSIZE)) : null;
+        long ll128Offset = (deviceWindowBytes + 4095) / 4096 * 4096;
+        if (ll128Layout != null) {
+            deviceWindowBytes = ll128Offset + ll128Layout.totalBytes();
+        }
         SegmentLayout hostLayout = new SegmentLayout(layout, stagedChannels);
         boolean p2pDisabled = params.get(Params.P2P_DISABLE);
 
@@ -273,7 +279,9 @@ public final class GpuCommunicator implements Communicator {
         int channels = anyStaged ? Math.min(p2pChannels, stagedChannels) : p2pChannels;
         channels = Math.min(channels, Math.max(1, MAX_BLOCKS_PER_GPU / mostRanksOnOneGpu(gpus)));
         rings = List.copyOf(planned.subList(0, channels));
-        tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0);
+        boolean ll128 = refuseForcedLl128Unless(gpus) && ll128Layout != null;
+        tuner = new GpuTuner(params, layout, channels, oneShot ? oneShotCapacity : 0, ll128 ? ll128Layout : null,
+                ringLink(gpus), size);
 
         // Per channel: the window this rank receives in (the predecessor's transport decides) and the
         // successor's window it sends into.
@@ -328,6 +336,9 @@ public final class GpuCommunicator implements Communicator {
 
         writeDevComm(deviceLayout, recvWindows, sendWindows, channels,
                 oneShot ? oneShotLayout.inboxBytes() : 0, oneShotInboxes);
+        if (ll128) {
+            writeLl128Connections(ll128Layout, recvWindows, sendWindows, ll128Offset, channels);
+        }
         // Auto: only where this process holds one rank. With several ranks (threads) per process, 4 ranks
         // on 2 GPUs showed calls of ~2 ms (the resident kernel's idle time) now and then: something there
         // waits for the GPU while another rank's resident kernel idles; not understood yet.
@@ -398,15 +409,68 @@ public final class GpuCommunicator implements Communicator {
 
     private GpuRankInfo describeDevice(boolean p2pDisabled) {
         List<byte[]> reach = new ArrayList<>();
+        int nvLinks = 0;
         if (!p2pDisabled) {
             for (int i = 0; i < org.sparkccl.ipc.cuda.GpuSupport.deviceCount(); i++) {
                 CudaDevice other = CudaDevice.get(i);
-                if (other != device && device.canAccessPeer(other) && other.canAccessPeer(device)) {
+                if (other != device && device.canAccessPeer(other) && other.canAccessPeer(device)
+                        && reach.size() < GpuRankInfo.MAX_PEERS) {
+                    nvLinks |= device.nvLinkTo(other) ? 1 << reach.size() : 0;
                     reach.add(other.uuid());
                 }
             }
         }
-        return new GpuRankInfo(device.ordinal(), device.uuid(), device.pciBusId(), p2pDisabled, reach);
+        return new GpuRankInfo(device.ordinal(), device.uuid(), device.pciBusId(), p2pDisabled, reach, nvLinks);
+    }
+
+    /** ONE_GPU where every hop of every channel's ring stays on one GPU, else NVLINK (the cost model's link). */
+    private GpuCostModel.Link ringLink(GpuRankInfo[] gpus) {
+        for (Ring ring : rings) {
+            for (int r = 0; r < size; r++) {
+                if (!gpus[r].sameGpu(gpus[ring.next(r)])) {
+                    return GpuCostModel.Link.NVLINK;
+                }
+            }
+        }
+        return GpuCostModel.Link.ONE_GPU;
+    }
+
+    /**
+     * LL128 connections (33 MB of device memory at 64 channels) are made only where LL128 may run: forced,
+     * or on auto where SPARKCCL_LL128_THRESHOLD is set or the cost model gives it sizes at this many ranks.
+     */
+    private boolean ll128Wanted() {
+        String proto = params.get(Params.PROTO).trim();
+        if (size < 2 || params.get(Params.P2P_DISABLE)) {
+            return false;
+        }
+        if (!"auto".equalsIgnoreCase(proto)) {
+            return Protocol.fromName(proto) == Protocol.LL128;
+        }
+        return params.get(Params.LL128_THRESHOLD) >= 0 || GpuCostModel.ll128EverWins(size);
+    }
+
+    /**
+     * True when every hop of every channel's ring may run LL128 (GpuRankInfo.ll128Link), the same on every rank. Where
+     * some hop may not and SPARKCCL_PROTO=LL128 pins it, every rank fails here naming that hop.
+     */
+    private boolean refuseForcedLl128Unless(GpuRankInfo[] gpus) {
+        for (Ring ring : rings) {
+            for (int r = 0; r < size; r++) {
+                int q = ring.next(r);
+                if (!GpuRankInfo.ll128Link(gpus[r], gpus[q])) {
+                    if (Protocol.LL128.displayName().equalsIgnoreCase(params.get(Params.PROTO).trim())) {
+                        throw new CclException("rank " + rank + ": SPARKCCL_PROTO=LL128, but rank " + r + " ("
+                                + gpus[r].pciBusId + ") sends to rank " + q + " (" + gpus[q].pciBusId + ") "
+                                + (GpuRankInfo.p2pLink(gpus[r], gpus[q]) ? "peer-to-peer over PCIe" : "through host memory")
+                                + ", where a 128-byte store is not delivered whole: LL128 runs only where every hop is "
+                                + "NVLink or within one GPU; set SPARKCCL_PROTO to auto, LL or Simple");
+                    }
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     private PeerWindow openSuccessor(int next, boolean p2p, byte[] hostHash, ShmTransport shm) {
@@ -492,6 +556,31 @@ public final class GpuCommunicator implements Communicator {
         devComm = own(DeviceBuffer.allocate(device, DevCommLayout.BYTES, "rank " + rank));
         devComm.copyFromArray(b.array(), DevCommLayout.BYTES, stream);
         argsView.putLong(DevCommLayout.ARG_COMM, devComm.address());
+    }
+
+    /**
+     * The LL128 part of DevComm (DevCommLayout.LL128): each channel's slots and head in this rank's window
+     * and in the successor's, and its Ll128State in a device buffer of this rank.
+     */
+    private void writeLl128Connections(GpuLl128Layout layout, long[] recvWindows, long[] sendWindows, long ll128Offset,
+            int channels) {
+        DeviceBuffer states = own(DeviceBuffer.allocate(device,
+                (long) DevCommLayout.MAX_CHANNELS * DevCommLayout.LL128_CHANNEL_BYTES, "rank " + rank));
+        states.fill((byte) 0, stream);
+        ByteBuffer b = ByteBuffer.allocate(DevCommLayout.MAX_CHANNELS * DevCommLayout.LL128_CHANNEL_BYTES)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        for (int c = 0; c < channels; c++) {
+            int at = c * DevCommLayout.LL128_CHANNEL_BYTES;
+            long recv = recvWindows[c] + ll128Offset + layout.channelOffset(c);
+            long send = sendWindows[c] + ll128Offset + layout.channelOffset(c);
+            b.putLong(at + DevCommLayout.LL128_RECV_SLOTS, recv + GpuLl128Layout.SLOTS_OFFSET);
+            b.putLong(at + DevCommLayout.LL128_RECV_HEAD, recv + GpuLl128Layout.HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.LL128_SEND_SLOTS, send + GpuLl128Layout.SLOTS_OFFSET);
+            b.putLong(at + DevCommLayout.LL128_SEND_HEAD, send + GpuLl128Layout.HEAD_OFFSET);
+            b.putLong(at + DevCommLayout.LL128_STATE, states.address() + (long) c * DevCommLayout.LL128_CHANNEL_BYTES);
+            b.putLong(at + DevCommLayout.LL128_SLOT_BYTES, layout.slotBytes());
+        }
+        DeviceBuffer.copyArrayToDevice(devComm.address() + DevCommLayout.LL128, b.array(), b.capacity(), stream, where);
     }
 
     // ---- Collectives. ------------------------------------------------------------------------------

@@ -51,13 +51,17 @@ final class GpuPlan {
                 "sccl_oneshot_" + type.ncclName(), true);
     }
 
-    /** LL, Simple or OneShot: how the call runs, for benchmarks' columns. */
+    /** LL, LL128, Simple or 1shot: how the call runs, for benchmarks' columns. */
     String algorithm() {
         return oneShot ? "1shot" : protocol.displayName();
     }
 
     static String kernelName(DataType type, Protocol protocol) {
-        return "sccl_ring_" + type.ncclName() + (protocol == Protocol.LL ? "_ll" : "_simple");
+        return "sccl_ring_" + type.ncclName() + switch (protocol) {
+            case LL -> "_ll";
+            case LL128 -> "_ll128";
+            case SIMPLE -> "_simple";
+        };
     }
 
     @Override

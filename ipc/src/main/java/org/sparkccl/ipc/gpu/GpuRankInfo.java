@@ -7,16 +7,20 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * A rank's GPU as its peers need to know it: UUID, PCI bus id, whether it refuses P2P, and the UUIDs
- * of the GPUs it can reach peer-to-peer ({@code cuDeviceCanAccessPeer}, seen from its own process).
- * Fixed size, versioned, big-endian: magic, version, flags, ordinal, UUID, bus id, count, 16 UUIDs.
- * Every rank decides each link's transport from these alone, so both ends decide alike.
+ * A rank's GPU as its peers need to know it: UUID, PCI bus id, whether it refuses P2P, the UUIDs of
+ * the GPUs it can reach peer-to-peer ({@code cuDeviceCanAccessPeer}, seen from its own process) and
+ * which of those it reaches over NVLink ({@link org.sparkccl.ipc.cuda.CudaDevice#nvLinkTo}).
+ * Fixed size, versioned, big-endian: magic, version, flags, ordinal, UUID, bus id, count, 16 UUIDs,
+ * then a bit mask over those UUIDs: bit i set when the i-th is over NVLink.
+ * Every rank decides each link's transport (and whether LL128 may run on it) from these alone, so both
+ * ends decide alike.
  */
 public final class GpuRankInfo {
     public static final int MAX_PEERS = 16;
-    public static final int BYTES = 4 + 4 + 4 + 4 + 16 + 16 + 4 + MAX_PEERS * 16;
+    public static final int BYTES = 4 + 4 + 4 + 4 + 16 + 16 + 4 + MAX_PEERS * 16 + 4;
     static final int MAGIC = 0x53434744; // "SCGD"
-    static final int VERSION = 1;
+    /** 2: the NVLink mask. */
+    static final int VERSION = 2;
     static final int FLAG_P2P_DISABLED = 1;
 
     public final int ordinal;
@@ -24,8 +28,17 @@ public final class GpuRankInfo {
     public final String pciBusId;
     public final boolean p2pDisabled;
     public final List<byte[]> reachable;
+    /** Bit i: {@code reachable.get(i)} is reached over NVLink. */
+    private final int nvLinkMask;
 
+    /** A GPU that knows of no NVLink to its peers. */
     public GpuRankInfo(int ordinal, byte[] uuid, String pciBusId, boolean p2pDisabled, List<byte[]> reachable) {
+        this(ordinal, uuid, pciBusId, p2pDisabled, reachable, 0);
+    }
+
+    /** @param nvLinkMask bit i set where {@code reachable.get(i)} is reached over NVLink */
+    public GpuRankInfo(int ordinal, byte[] uuid, String pciBusId, boolean p2pDisabled, List<byte[]> reachable,
+                       int nvLinkMask) {
         if (reachable.size() > MAX_PEERS) {
             reachable = reachable.subList(0, MAX_PEERS);
         }
@@ -34,6 +47,7 @@ public final class GpuRankInfo {
         this.pciBusId = pciBusId;
         this.p2pDisabled = p2pDisabled;
         this.reachable = new ArrayList<>(reachable);
+        this.nvLinkMask = nvLinkMask & ((1 << reachable.size()) - 1);
     }
 
     /** True when both ranks run on the same physical GPU (same UUID, whatever each process numbers it). */
@@ -58,6 +72,25 @@ public final class GpuRankInfo {
         return !a.p2pDisabled && !b.p2pDisabled && a.canReach(b.uuid) && b.canReach(a.uuid);
     }
 
+    /** True when this GPU reaches the GPU {@code otherUuid} over NVLink, as its own process saw it. */
+    public boolean nvLinkTo(byte[] otherUuid) {
+        for (int i = 0; i < reachable.size(); i++) {
+            if ((nvLinkMask & (1 << i)) != 0 && Arrays.equals(reachable.get(i), otherUuid)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * True when LL128 may run from {@code a} to {@code b}: the hop is P2P and stays within one GPU or
+     * crosses NVLink both ways, where a warp's 128-byte store reaches the reader whole. Over PCIe or
+     * through host memory it may arrive in pieces, and a reader could take a line's flag with stale data.
+     */
+    public static boolean ll128Link(GpuRankInfo a, GpuRankInfo b) {
+        return p2pLink(a, b) && (a.sameGpu(b) || a.nvLinkTo(b.uuid) && b.nvLinkTo(a.uuid));
+    }
+
     public byte[] encode() {
         ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.BIG_ENDIAN);
         b.putInt(MAGIC).putInt(VERSION).putInt(p2pDisabled ? FLAG_P2P_DISABLED : 0).putInt(ordinal).put(uuid);
@@ -66,6 +99,8 @@ public final class GpuRankInfo {
         for (byte[] u : reachable) {
             b.put(u);
         }
+        b.position(BYTES - 4);
+        b.putInt(nvLinkMask);
         return b.array();
     }
 
@@ -103,7 +138,9 @@ public final class GpuRankInfo {
             b.get(u);
             reach.add(u);
         }
+        b.position(BYTES - 4);
+        int nvLinks = b.getInt();
         return new GpuRankInfo(ordinal, uuid, new String(bus, 0, len, java.nio.charset.StandardCharsets.US_ASCII),
-                (flags & FLAG_P2P_DISABLED) != 0, reach);
+                (flags & FLAG_P2P_DISABLED) != 0, reach, nvLinks);
     }
 }

@@ -8,8 +8,9 @@ import org.sparkccl.core.proto.Protocol;
 
 /**
  * Picks protocol, channel count and cuts for a collective from its size alone, so that every rank
- * decides the same. {@code SPARKCCL_PROTO}, {@code SPARKCCL_LL_THRESHOLD} and {@code SPARKCCL_NCHANNELS}
- * override.
+ * decides the same. {@code SPARKCCL_PROTO}, {@code SPARKCCL_LL_THRESHOLD}, {@code SPARKCCL_LL128_THRESHOLD}
+ * and {@code SPARKCCL_NCHANNELS} override. LL128 is a choice only where the communicator made its
+ * connections (every hop of the ring NVLink or within one GPU); its thresholds come from {@link GpuCostModel}.
  */
 final class GpuTuner {
     /** LL up to this many bytes per call unless SPARKCCL_LL_THRESHOLD says otherwise. */
@@ -36,6 +37,8 @@ final class GpuTuner {
     static final long DEFAULT_ONESHOT_BYTES_TIMES_RANKS = 4L << 20;
     /** One block of a one-shot all-reduce per this many bytes of input. */
     static final long ONESHOT_BYTES_PER_BLOCK = 8L << 10;
+    /** An LL128 channel carries at least this much: between LL's and Simple's, as its rate per block is. */
+    static final long LL128_BYTES_PER_CHANNEL = 32L << 10;
 
     private final Protocol forced;
     private final long llThreshold;
@@ -43,6 +46,11 @@ final class GpuTuner {
     private final ChannelLayout layout;
     private final long oneShotThreshold;
     private final boolean oneShotForced;
+    /** The LL128 connections' layout; null where LL128 cannot run. */
+    private final GpuLl128Layout ll128;
+    /** LL128 for messages of more than ll128From and at most ll128UpTo bytes (none where from >= upTo). */
+    private final long ll128From;
+    private final long ll128UpTo;
 
     /** A tuner without one-shot all-reduce. */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels) {
@@ -54,10 +62,33 @@ final class GpuTuner {
      *                         inboxes hold ({@link #oneShotCapacity}) where every pair of GPUs is P2P, else 0
      */
     GpuTuner(Params params, ChannelLayout layout, int maxChannels, long oneShotThreshold) {
+        this(params, layout, maxChannels, oneShotThreshold, null, GpuCostModel.Link.NVLINK, 2);
+    }
+
+    /**
+     * @param ll128  the LL128 connections where every hop of the ring is NVLink or within one GPU, else null
+     * @param link   what the ring's hops are (the slowest kind), for the cost model
+     * @param nranks the communicator's size, for the cost model
+     */
+    GpuTuner(Params params, ChannelLayout layout, int maxChannels, long oneShotThreshold, GpuLl128Layout ll128,
+             GpuCostModel.Link link, int nranks) {
         String proto = params.get(Params.PROTO).trim();
         this.forced = "auto".equalsIgnoreCase(proto) ? null : Protocol.fromName(proto);
+        this.ll128 = ll128;
         long t = params.get(Params.LL_THRESHOLD);
         this.llThreshold = t < 0 ? DEFAULT_LL_THRESHOLD : t;
+        long t128 = params.get(Params.LL128_THRESHOLD);
+        long[] band = GpuCostModel.ll128Band(link, nranks);
+        if (ll128 == null) {
+            this.ll128From = 0;
+            this.ll128UpTo = 0;
+        } else if (t128 >= 0) {
+            this.ll128From = llThreshold;
+            this.ll128UpTo = t128;
+        } else {
+            this.ll128From = t >= 0 ? Math.max(t, band[0]) : band[0];
+            this.ll128UpTo = band[1];
+        }
         this.layout = layout;
         this.maxChannels = maxChannels;
         this.oneShotThreshold = oneShotThreshold;
@@ -87,11 +118,18 @@ final class GpuTuner {
         long elems = copy ? count * type.size() : count;
         boolean perRank = kind == Kind.REDUCE_SCATTER || kind == Kind.ALL_GATHER;
         long messageBytes = count * type.size() * (perRank ? nranks : 1);
-        Protocol protocol = forced != null ? forced : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
+        Protocol protocol = forced != null ? forced
+                : messageBytes > ll128From && messageBytes <= ll128UpTo ? Protocol.LL128
+                : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
         // One-shot up to its threshold unless the ring's Simple protocol is forced (ALGO=OneShot wins over that).
         if (kind == Kind.ALL_REDUCE && messageBytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE)) {
             int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, ONESHOT_BYTES_PER_BLOCK)));
             return GpuPlan.oneShot(count, type, blocks, THREADS);
+        }
+        if (protocol == Protocol.LL128 && ll128 == null) {
+            // GpuCommunicator refuses SPARKCCL_PROTO=LL128 at connect, naming the hop; this is the backstop.
+            throw new IllegalStateException("SPARKCCL_PROTO=LL128 needs every hop of the ring over NVLink or within "
+                    + "one GPU; use LL, Simple or auto here");
         }
         long align = Math.max(1, ALIGN_BYTES / es);
 
@@ -107,12 +145,20 @@ final class GpuTuner {
             block = elems;
             total = elems;
         }
-        long perChannel = protocol == Protocol.LL ? LL_BYTES_PER_CHANNEL : SIMPLE_BYTES_PER_CHANNEL;
+        long perChannel = switch (protocol) {
+            case LL -> LL_BYTES_PER_CHANNEL;
+            case LL128 -> LL128_BYTES_PER_CHANNEL;
+            case SIMPLE -> SIMPLE_BYTES_PER_CHANNEL;
+        };
         long wanted = Math.max(1, messageBytes / perChannel);
         int channels = (int) Math.min(maxChannels, wanted);
         long chunk = roundUp(ceilDiv(block, channels), align);
         channels = (int) Math.max(1, ceilDiv(block, chunk)); // no channel without data
-        long slotBytes = protocol == Protocol.LL ? layout.llSlotDataBytes() : layout.simpleSlotBytes();
+        long slotBytes = switch (protocol) {
+            case LL -> layout.llSlotDataBytes();
+            case LL128 -> ll128.slotDataBytes();
+            case SIMPLE -> layout.simpleSlotBytes();
+        };
         long slice = Math.max(align, slotBytes / es / align * align);
         return new GpuPlan(kind, protocol, channels, THREADS, block, total, chunk, slice,
                 GpuPlan.kernelName(kernelType, protocol));
@@ -123,7 +169,9 @@ final class GpuTuner {
     }
 
     String describe() {
-        return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, Simple above)"
+        return "protocol " + (forced == null ? "auto (LL up to " + llThreshold + " bytes, "
+                + (ll128 == null ? "" : ll128From < ll128UpTo ? "LL128 from " + ll128From + " to " + ll128UpTo + " bytes, "
+                : "LL128 never (cost model), ") + "Simple above)"
                 : forced.displayName()) + ", all-reduce " + (oneShotThreshold == 0 ? "ring"
                 : "one-shot up to " + oneShotThreshold + " bytes" + (oneShotForced ? " (forced)" : "") + ", ring above")
                 + ", up to " + maxChannels + " channel(s)";

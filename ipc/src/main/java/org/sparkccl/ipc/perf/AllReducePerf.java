@@ -149,7 +149,8 @@ public final class AllReducePerf implements Callable<Integer> {
     int register;
 
     @Option(names = "--proto", paramLabel = "PROTO",
-            description = "LL, Simple or auto (the tuner picks by size); default: SPARKCCL_PROTO, else auto")
+            description = "LL, Simple, LL128 (GPUs over NVLink or sharing one) or auto (the tuner picks by size);"
+                    + " default: SPARKCCL_PROTO, else auto")
     String proto;
 
     @Option(names = "--algo", paramLabel = "ALGO",

@@ -82,4 +82,27 @@ class GpuConnectBlobTest {
         assertTrue(back.canReach(u1));
         assertEquals("0000:19:00.0", back.pciBusId);
     }
+
+    /** LL128 only where a 128-byte store arrives whole: NVLink both ways, or one GPU; never PCIe or staged. */
+    @Test
+    void ll128LinksAreNvLinkOrOneGpu() {
+        byte[] u0 = bytes(16, 1);
+        byte[] u1 = bytes(16, 2);
+        byte[] u2 = bytes(16, 3);
+        GpuRankInfo a = new GpuRankInfo(0, u0, "0000:19:00.0", false, List.of(u2, u1), 0b10);
+        GpuRankInfo b = new GpuRankInfo(1, u1, "0000:3b:00.0", false, List.of(u0), 0b1);
+        GpuRankInfo bOverPcie = new GpuRankInfo(1, u1, "0000:3b:00.0", false, List.of(u0));
+        GpuRankInfo c = new GpuRankInfo(2, u2, "0000:5d:00.0", false, List.of(u0, u1), 0b10);
+        assertTrue(GpuRankInfo.ll128Link(a, b) && GpuRankInfo.ll128Link(b, a), "NVLink both ways");
+        assertTrue(GpuRankInfo.p2pLink(a, bOverPcie));
+        assertFalse(GpuRankInfo.ll128Link(a, bOverPcie), "P2P over PCIe");
+        assertFalse(GpuRankInfo.ll128Link(a, c), "a reaches c over PCIe only");
+        assertTrue(GpuRankInfo.ll128Link(a, new GpuRankInfo(3, u0, "0000:19:00.0", false, List.of())), "one GPU");
+        assertFalse(GpuRankInfo.ll128Link(a, new GpuRankInfo(3, u0, "0000:19:00.0", true, List.of())),
+                "one GPU, but P2P off: the host-staged path");
+        GpuRankInfo back = GpuRankInfo.decode(a.encode(), 0);
+        assertTrue(back.nvLinkTo(u1));
+        assertFalse(back.nvLinkTo(u2));
+        assertTrue(GpuRankInfo.ll128Link(back, GpuRankInfo.decode(b.encode(), 1)));
+    }
 }
