@@ -58,15 +58,6 @@ public final class PeerMonitor implements FailureCheck {
         }
     }
 
-    @Override
-    public void checkDeadPeers(int awaitedPeer, long step, String waitingFor) {
-        for (int p = 0; p < controls.length; p++) {
-            if (p != rank && controls[p].getIntVolatile(SegmentLayout.STATE_OFFSET) != SegmentLayout.STATE_CLOSED) {
-                checkAlive(p, awaitedPeer, step, waitingFor);
-            }
-        }
-    }
-
     private void checkAlive(int p, int awaitedPeer, long step, String waitingFor) {
         long pid = infos[p].pid();
         if (pid != myPid && !HostIdentity.isAlive(pid)) {

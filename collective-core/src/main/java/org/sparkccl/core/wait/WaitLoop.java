@@ -86,18 +86,18 @@ public final class WaitLoop {
                     + " at step " + step + "; a rank may be stuck or may have skipped this collective"
                     + " (raise SPARKCCL_TIMEOUT_MS if the ranks are just slow)");
         }
-        if (Thread.currentThread().isInterrupted()) {
-            throw new CclException("rank " + rank + ": " + collective + " interrupted while waiting for " + waitingFor
-                    + fromPeer(peer) + " at step " + step);
-        }
-        if (now - nextFailureCheckNs > 0) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
+        if (interrupted || now - nextFailureCheckNs > 0) {
             nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
             // The peer checks' errors name the collective too: a survivor's message must say which call
             // the dead rank broke. Built at most every 50 ms, and only in a wait that lasts that long.
             String what = String.valueOf(collective).isEmpty() ? waitingFor : waitingFor + " in " + collective;
-            if (cancelled.getAsBoolean()) {
-                failureCheck.checkDeadPeers(peer, step, what);
-                throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
+            if (interrupted || cancelled.getAsBoolean()) {
+                // A peer that failed first is the cause: a caller that stops the rest of a group when one
+                // rank fails (Spark with a barrier stage) stops the others only after that failure.
+                failureCheck.check(peer, step, what);
+                throw new CclException("rank " + rank + ": " + collective
+                        + (interrupted ? " interrupted" : " cancelled (task killed)") + " while waiting for "
                         + waitingFor + fromPeer(peer) + " at step " + step);
             }
             failureCheck.check(peer, step, what);
