@@ -206,22 +206,8 @@ class BarrierCancelTest {
     @Order(4)
     void theNextStageOnTheSameExecutorsAllReducesRight() {
         long seed = 47;
-        List<Double> maxErrors = SparkCclJobs.barrierMapPartitions(ranks(), part -> {
-            Communicator comm = SparkCcl.communicator();
-            float[] data = SparkTestSupport.randomFloats(seed, comm.rank(), COUNT);
-            comm.allReduce(data, ReduceOp.SUM);
-            double[] reference = SparkTestSupport.referenceSum(seed, comm.size(), COUNT);
-            double maxError = 0;
-            double magnitudes = 0;
-            for (int i = 0; i < COUNT; i++) {
-                maxError = Math.max(maxError, Math.abs(data[i] - reference[i]));
-                magnitudes += Math.abs(data[i]);
-            }
-            if (magnitudes < 0.1 * COUNT) {
-                throw new IllegalStateException("rank " + comm.rank() + ": the sums are near zero");
-            }
-            return Collections.singletonList(maxError).iterator();
-        }).collect();
+        List<Double> maxErrors = SparkCclJobs.barrierMapPartitions(ranks(), part -> Collections.singletonList(
+                SparkTestSupport.allReduceMaxError(SparkCcl.communicator(), seed, COUNT)).iterator()).collect();
         assertEquals(RANKS, maxErrors.size());
         for (int r = 0; r < RANKS; r++) {
             assertTrue(maxErrors.get(r) < 1e-5, "rank " + r + ": max error " + maxErrors.get(r));
