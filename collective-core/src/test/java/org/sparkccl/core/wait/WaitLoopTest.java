@@ -53,6 +53,32 @@ class WaitLoopTest {
         }
     }
 
+    /**
+     * The awaited peer closed: the first sighting only makes the caller look at its condition once
+     * more (the peer may have met it and closed since the caller's last look, as a direct all-reduce's
+     * last rank does); a wait that goes on ends at the next sighting, 50 ms later.
+     */
+    @Test
+    void aClosedAwaitedPeerEndsOnlyAWaitThatGoesOn() {
+        int[] checks = new int[1];
+        FailureCheck rank1Closed = (peer, step, what) -> {
+            checks[0]++;
+            throw new PeerClosedException("rank 0: rank 1 closed its communicator while this rank waited for " + what);
+        };
+        WaitLoop wait = new WaitLoop(0, 20, 60_000, rank1Closed, () -> false);
+        wait.startCollective("allReduce #1");
+        while (checks[0] == 0) {
+            wait.idle(1, 3, "the end of its direct all-reduce"); // the first sighting does not throw
+        }
+        wait.done(); // the condition was met after all
+
+        long start = System.nanoTime();
+        CclException e = waitUntilItThrows(wait);
+        assertTrue(e instanceof PeerClosedException && e.getMessage().contains("rank 1 closed"), e.getMessage());
+        assertEquals(3, checks[0], "a new wait needs two sightings again");
+        assertTrue(System.nanoTime() - start >= 50_000_000L, "the second sighting comes a failure check later");
+    }
+
     /** Idles as allReduce #1 waiting for rank 1 at step 3 until the loop throws; within a second. */
     private static CclException waitUntilItThrows(WaitLoop wait) {
         wait.startCollective("allReduce #1");
