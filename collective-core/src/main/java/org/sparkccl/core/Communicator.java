@@ -51,6 +51,17 @@ public interface Communicator extends AutoCloseable {
                 + " cannot allocate shared buffers; use the host communicator, or allocateStaging for plain memory");
     }
 
+    /**
+     * Marks this rank failed for a reason outside its collectives (Spark: its task failed or was
+     * killed between them), so that peers waiting on it fail at once naming this rank and
+     * {@code reason} instead of later and vaguer; the communicator is unusable afterwards and must
+     * still be closed. Does nothing once closed, if a collective of this rank failed already (peers
+     * know), or where the engine has no way to tell its peers (the default): they learn it when this
+     * rank closes. Not to be called while another thread closes the communicator.
+     */
+    default void abort(String reason) {
+    }
+
     @Override
     void close();
 

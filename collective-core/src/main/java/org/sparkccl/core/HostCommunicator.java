@@ -78,6 +78,8 @@ public final class HostCommunicator implements Communicator {
     private int sequence;
     private String brokenBy;
     private boolean closed;
+    /** Watches the peers' control blocks; null until connected (and for a single rank). */
+    private PeerMonitor monitor;
 
     /** One channel's connection, its two protocols and its own wait loop (channels run on their own threads). */
     private static final class Channel {
@@ -232,7 +234,7 @@ public final class HostCommunicator implements Communicator {
         }
 
         MemoryTransport[] cleanup = peerTransports;
-        PeerMonitor monitor = new PeerMonitor(rank, infos, controls, pid -> {
+        monitor = new PeerMonitor(rank, infos, controls, pid -> {
             for (MemoryTransport t : cleanup) {
                 if (t != null) {
                     t.cleanUpAfter(pid);
@@ -745,6 +747,27 @@ public final class HostCommunicator implements Communicator {
             throw new CclException("rank " + rank + ": communicator is unusable after an earlier failure (" + brokenBy
                     + "); close it and build a new one");
         }
+    }
+
+    @Override
+    public void abort(String reason) {
+        if (closed) {
+            return; // its control block is unmapped
+        }
+        RuntimeException failure = new CclException("rank " + rank + ": " + reason);
+        if (monitor != null) {
+            try {
+                monitor.check(-1, sequence, "no collective (it was between collectives)");
+            } catch (PeerFailedException e) {
+                // A peer that failed before is the cause (Spark kills the rest of a barrier stage
+                // because one task failed): peers that see this abort must name that rank.
+                failure = new PeerFailedException(e.failedRank(), "rank " + rank + ": " + reason + "; before that: "
+                        + e.getMessage(), e);
+            } catch (CclException e) {
+                return; // this rank aborted already
+            }
+        }
+        abort(failure);
     }
 
     /** Marks this rank aborted so that every peer's waits end with this error instead of hanging. */

@@ -10,13 +10,15 @@ import java.nio.ByteBuffer;
 import java.util.Random;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
-import net.jqwik.api.Tag;
 import net.jqwik.api.constraints.Size;
 
 /**
  * Random and mutated bootstrap frames (a length, then that many bytes) read as TcpBootstrap reads a
  * peer's: each is either the bytes that were really there or an IOException, and reading never
  * allocates much more than what arrived, whatever length the frame claims (up to 1 GiB is legal).
+ *
+ * <p>Each property runs jqwik's default number of tries: 1,000 in {@code mvn verify}, 10,000 with
+ * {@code -Psoak} (the {@code jqwik.tries} property of the build).
  */
 class BootstrapFrameFuzzTest {
     /**
@@ -25,25 +27,13 @@ class BootstrapFrameFuzzTest {
      */
     private static final long ALLOCATION_SLACK = 1 << 20;
 
-    @Property(tries = 1000)
+    @Property
     void randomFramesAreReadOrRefusedWithinBoundedMemory(@ForAll @Size(max = 200) byte[] bytes) {
         check(bytes);
     }
 
-    @Property(tries = 1000)
+    @Property
     void mutatedFramesAreReadOrRefusedWithinBoundedMemory(@ForAll long seed) {
-        check(mutatedFrame(seed));
-    }
-
-    @Property(tries = 10_000)
-    @Tag("soak")
-    void randomFramesSoak(@ForAll @Size(max = 200) byte[] bytes) {
-        check(bytes);
-    }
-
-    @Property(tries = 10_000)
-    @Tag("soak")
-    void mutatedFramesSoak(@ForAll long seed) {
         check(mutatedFrame(seed));
     }
 

@@ -118,6 +118,13 @@ final class MeteredCommunicator implements Communicator {
     }
 
     @Override
+    public synchronized void abort(String reason) {
+        if (!closed) {
+            inner.abort(reason);
+        }
+    }
+
+    @Override
     public synchronized void close() {
         if (!closed) {
             closed = true;

@@ -8,6 +8,7 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.resource.ResourceInformation;
 import org.apache.spark.util.TaskCompletionListener;
+import org.apache.spark.util.TaskFailureListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkccl.core.Communicator;
@@ -25,7 +26,9 @@ import org.sparkccl.core.transport.HostIdentity;
  *
  * The communicator belongs to the task: every call in one task attempt returns the same one, and
  * it is closed when the task completes (successfully or not). It is bound to the task's GPU where
- * there is one (see {@link GpuBinding}); a Spark task kill makes a waiting collective fail at once.
+ * there is one (see {@link GpuBinding}); a Spark task kill makes a waiting collective fail at once,
+ * and a task that fails or is killed between collectives aborts its communicator, so that peers
+ * waiting for it fail at once naming it and why.
  */
 public final class SparkCcl {
     private static final Logger LOG = LoggerFactory.getLogger(SparkCcl.class);
@@ -138,6 +141,17 @@ public final class SparkCcl {
         }
         MeteredCommunicator communicator = new MeteredCommunicator(engine, stage);
         long attempt = context.taskAttemptId();
+        // Runs before the completion listener below: a task that fails or is killed between collectives
+        // tells its peers so, instead of their finding it closed (or waiting for it) later.
+        context.addTaskFailureListener(new TaskFailureListener() {
+            @Override
+            public void onTaskFailure(TaskContext failed, Throwable error) {
+                communicator.abort(failed.isInterrupted()
+                        ? "its Spark task was killed (" + failed.getKillReason().getOrElse(() -> "no reason given")
+                                + ") between collectives"
+                        : "its Spark task failed between collectives: " + error);
+            }
+        });
         context.addTaskCompletionListener(new TaskCompletionListener() {
             @Override
             public void onTaskCompletion(TaskContext finished) {

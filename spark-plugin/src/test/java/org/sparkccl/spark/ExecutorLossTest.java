@@ -5,15 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.sparkccl.spark.LocalExecutors.list;
+import static org.sparkccl.spark.LocalExecutors.read;
+import static org.sparkccl.spark.LocalExecutors.write;
 
-import java.io.IOException;
 import java.io.Serializable;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -39,7 +38,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
-import org.sparkccl.ipc.shm.ShmTransport;
 import org.sparkccl.spark.train.ModelSpec;
 import org.sparkccl.spark.train.OptimizerSpec;
 import org.sparkccl.spark.train.PreparedData;
@@ -105,19 +103,6 @@ class ExecutorLossTest {
         }
     }
 
-    /** What an executor holds after a stage: for the cleanliness checks. */
-    static final class ExecutorState implements Serializable {
-        final long pid;
-        final int openCommunicators;
-        final long shmBytesMapped;
-
-        ExecutorState(long pid, int openCommunicators, long shmBytesMapped) {
-            this.pid = pid;
-            this.openCommunicators = openCommunicators;
-            this.shmBytesMapped = shmBytesMapped;
-        }
-    }
-
     @Test
     @Order(1)
     void aRetryableStageIsRunAgainAndFinishesWithTheRightSums(@TempDir Path dir) throws Exception {
@@ -141,16 +126,10 @@ class ExecutorLossTest {
         killed.checkSurvivorErrors(dir, "Spark retries this barrier stage (attempt 1 of 4, spark.stage.maxConsecutiveAttempts)");
 
         // Nothing of the failed attempt is left: no communicator open, nothing mapped, nothing in /dev/shm.
-        List<ExecutorState> states = SparkCclJobs.barrierMapPartitions(ranks(), part -> Collections.singletonList(
-                new ExecutorState(ProcessHandle.current().pid(), SparkCcl.openCount(), ShmTransport.mappedBytesInJvm()))
-                .iterator()).collect();
-        Set<Long> pids = new TreeSet<>(killed.pidsSeen(dir));
-        for (ExecutorState s : states) {
-            assertEquals(0, s.openCommunicators, "executor pid " + s.pid + " has communicators open");
-            assertEquals(0, s.shmBytesMapped, "executor pid " + s.pid + " still maps shared memory");
-            pids.add(s.pid);
-        }
-        assertEquals(List.of(), shmSegmentsOf(pids), "segments of the job's processes " + pids + " in /dev/shm");
+        ExecutorState.assertNothingHeld(ranks());
+        Set<Long> pids = killed.pidsSeen(dir);
+        assertEquals(List.of(), ExecutorState.shmSegmentsOf(pids), "segments of the job's processes " + pids
+                + " in /dev/shm");
     }
 
     @Test
@@ -318,35 +297,5 @@ class ExecutorLossTest {
 
     private static List<Long> executorProcesses() {
         return LocalExecutors.processes(spark.sparkContext());
-    }
-
-    /** sparkccl segments in /dev/shm created by any of {@code pids} (they are named sparkccl-PID-...). */
-    private static List<String> shmSegmentsOf(Set<Long> pids) {
-        return list(Paths.get("/dev/shm")).stream().map(p -> p.getFileName().toString())
-                .filter(name -> pids.stream().anyMatch(pid -> name.startsWith("sparkccl-" + pid + "-")))
-                .collect(Collectors.toList());
-    }
-
-    private static List<Path> list(Path dir) {
-        return LocalExecutors.list(dir);
-    }
-
-    /** Written under a temporary name and moved into place, so a reader sees all of it or nothing. */
-    private static void write(Path file, String text) {
-        try {
-            Path tmp = file.resolveSibling("." + file.getFileName() + ".tmp");
-            Files.writeString(tmp, text, StandardCharsets.UTF_8);
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static String read(Path file) {
-        try {
-            return Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

@@ -22,7 +22,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.MemoryKind;
-import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.shm.ShmTransport;
 import org.sparkccl.spark.train.ModelSpec;
@@ -91,13 +90,7 @@ class LocalClusterTest {
         JavaRDD<Integer> ranks = jsc.parallelize(IntStream.range(0, RANKS).boxed().collect(Collectors.toList()), RANKS);
         List<RankView> views = new ArrayList<>(SparkCclJobs.barrierMapPartitions(ranks, part -> {
             Communicator comm = SparkCcl.communicator();
-            float[] data = SparkTestSupport.randomFloats(seed, comm.rank(), count);
-            comm.allReduce(data, ReduceOp.SUM);
-            double[] reference = SparkTestSupport.referenceSum(seed, comm.size(), count);
-            double maxError = 0;
-            for (int i = 0; i < count; i++) {
-                maxError = Math.max(maxError, Math.abs(data[i] - reference[i]));
-            }
+            double maxError = SparkTestSupport.allReduceMaxError(comm, seed, count);
             return Collections.singletonList(new RankView(comm.rank(), SparkCcl.placements(), SparkCcl.gpu(),
                     comm.memoryKind(), maxError, ShmTransport.mappedBytesInJvm(),
                     SparkCclExecutorPlugin.settingsFromDriver() != null,

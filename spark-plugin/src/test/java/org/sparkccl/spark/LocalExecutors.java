@@ -28,7 +28,8 @@ import org.sparkccl.spark.train.TrainResult;
 
 /**
  * The executor JVMs of a {@code local-cluster} application, for tests that kill one: finding them,
- * reading their logs, and killing one mid-training once its first checkpoint is written.
+ * reading their logs, killing one mid-training once its first checkpoint is written, and the files
+ * through which their ranks report to the test.
  */
 final class LocalExecutors {
     private LocalExecutors() {
@@ -147,6 +148,25 @@ final class LocalExecutors {
         } finally {
             training.set(false);
             watcher.join();
+        }
+    }
+
+    /** Written under a temporary name and moved into place, so a reader sees all of it or nothing. */
+    static void write(Path file, String text) {
+        try {
+            Path tmp = file.resolveSibling("." + file.getFileName() + ".tmp");
+            Files.writeString(tmp, text, StandardCharsets.UTF_8);
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static String read(Path file) {
+        try {
+            return Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

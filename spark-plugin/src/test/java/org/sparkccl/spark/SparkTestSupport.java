@@ -11,6 +11,8 @@ import java.util.Random;
 import java.util.StringJoiner;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.ReduceOp;
 
 /** Spark configurations for tests: everything on 127.0.0.1, no UI, sparkccl's plugin installed. */
 final class SparkTestSupport {
@@ -110,6 +112,27 @@ final class SparkTestSupport {
             out[i] = random.nextFloat() * 2 - 1;
         }
         return out;
+    }
+
+    /**
+     * All-reduces (SUM) this rank's {@link #randomFloats} on {@code comm} and returns the largest
+     * difference from the float64 reference; throws where the sums are near zero, which random
+     * inputs never give.
+     */
+    static double allReduceMaxError(Communicator comm, long seed, int count) {
+        float[] data = randomFloats(seed, comm.rank(), count);
+        comm.allReduce(data, ReduceOp.SUM);
+        double[] reference = referenceSum(seed, comm.size(), count);
+        double maxError = 0;
+        double magnitudes = 0;
+        for (int i = 0; i < count; i++) {
+            maxError = Math.max(maxError, Math.abs(data[i] - reference[i]));
+            magnitudes += Math.abs(data[i]);
+        }
+        if (magnitudes < 0.1 * count) {
+            throw new IllegalStateException("rank " + comm.rank() + ": the sums are near zero");
+        }
+        return maxError;
     }
 
     /** The float64 sum over {@code ranks} ranks of {@link #randomFloats}: the reference for a SUM all-reduce. */

@@ -31,6 +31,7 @@ public final class PeerMonitor implements FailureCheck {
 
     @Override
     public void check(int awaitedPeer, long step, String waitingFor) {
+        boolean awaitedPeerClosed = false;
         for (int p = 0; p < controls.length; p++) {
             AtomicBuffer control = controls[p];
             if (p == rank) {
@@ -47,23 +48,16 @@ public final class PeerMonitor implements FailureCheck {
                         + waitingFor + WaitLoop.fromPeer(awaitedPeer) + " at step " + step + ": " + readMessage(control));
             }
             if (state == SegmentLayout.STATE_CLOSED) {
-                if (p == awaitedPeer) {
-                    throw new CclException("rank " + rank + ": rank " + p + " closed its communicator while this rank waited"
-                            + " for " + waitingFor + " from it at step " + step
-                            + "; did rank " + p + " skip a collective that this rank called?");
-                }
+                awaitedPeerClosed |= p == awaitedPeer;
                 continue;
             }
             checkAlive(p, awaitedPeer, step, waitingFor);
         }
-    }
-
-    @Override
-    public void checkDeadPeers(int awaitedPeer, long step, String waitingFor) {
-        for (int p = 0; p < controls.length; p++) {
-            if (p != rank && controls[p].getIntVolatile(SegmentLayout.STATE_OFFSET) != SegmentLayout.STATE_CLOSED) {
-                checkAlive(p, awaitedPeer, step, waitingFor);
-            }
+        // Last: a peer that aborted or died is a better reason than the closed one.
+        if (awaitedPeerClosed) {
+            throw new PeerClosedException("rank " + rank + ": rank " + awaitedPeer + " closed its communicator while this"
+                    + " rank waited for " + waitingFor + " from it at step " + step + "; did rank " + awaitedPeer
+                    + " skip a collective that this rank called?");
         }
     }
 

@@ -29,6 +29,8 @@ public final class WaitLoop {
     /** Names the collective in errors; its toString() runs only when an error is built. */
     private Object collective = "";
     private FailureCheck collectiveCheck;
+    /** The awaited peer was seen closed once in this wait: the next sighting ends it. */
+    private boolean awaitedPeerClosed;
 
     public WaitLoop(int rank, int spinsBeforeYield, long timeoutMs, FailureCheck failureCheck, BooleanSupplier cancelled) {
         this.rank = rank;
@@ -53,6 +55,7 @@ public final class WaitLoop {
         // The clock starts at the first check (after CHECK_EVERY_IDLES idles, microseconds in), not
         // here: a small collective that never waits long then never reads the clock at all.
         clockStarted = false;
+        awaitedPeerClosed = false;
         collective = description;
         collectiveCheck = check;
     }
@@ -67,6 +70,7 @@ public final class WaitLoop {
 
     /** The condition was met: the next wait starts spinning again. */
     public void done() {
+        awaitedPeerClosed = false;
         if (idles != 0) {
             idles = 0;
             idle.reset();
@@ -86,21 +90,35 @@ public final class WaitLoop {
                     + " at step " + step + "; a rank may be stuck or may have skipped this collective"
                     + " (raise SPARKCCL_TIMEOUT_MS if the ranks are just slow)");
         }
-        if (Thread.currentThread().isInterrupted()) {
-            throw new CclException("rank " + rank + ": " + collective + " interrupted while waiting for " + waitingFor
-                    + fromPeer(peer) + " at step " + step);
-        }
-        if (now - nextFailureCheckNs > 0) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
+        if (interrupted || now - nextFailureCheckNs > 0) {
             nextFailureCheckNs = now + FAILURE_CHECK_INTERVAL_NS;
             // The peer checks' errors name the collective too: a survivor's message must say which call
             // the dead rank broke. Built at most every 50 ms, and only in a wait that lasts that long.
             String what = String.valueOf(collective).isEmpty() ? waitingFor : waitingFor + " in " + collective;
-            if (cancelled.getAsBoolean()) {
-                failureCheck.checkDeadPeers(peer, step, what);
-                throw new CclException("rank " + rank + ": " + collective + " cancelled (task killed) while waiting for "
+            if (interrupted || cancelled.getAsBoolean()) {
+                // A peer that failed first is the cause: a caller that stops the rest of a group when one
+                // rank fails (Spark with a barrier stage) stops the others only after that failure.
+                try {
+                    failureCheck.check(peer, step, what);
+                } catch (PeerClosedException e) {
+                    // not a failure of the peer's: the cancellation is the reason
+                }
+                throw new CclException("rank " + rank + ": " + collective
+                        + (interrupted ? " interrupted" : " cancelled (task killed)") + " while waiting for "
                         + waitingFor + fromPeer(peer) + " at step " + step);
             }
-            failureCheck.check(peer, step, what);
+            try {
+                failureCheck.check(peer, step, what);
+            } catch (PeerClosedException e) {
+                // The peer may have met the condition and closed after the caller last looked at it:
+                // the caller looks once more, and the next check ends the wait if it still goes on.
+                if (!awaitedPeerClosed) {
+                    awaitedPeerClosed = true;
+                    return;
+                }
+                throw e;
+            }
             if (collectiveCheck != null) {
                 collectiveCheck.check(peer, step, waitingFor);
             }

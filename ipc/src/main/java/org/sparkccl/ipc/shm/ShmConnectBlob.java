@@ -18,30 +18,36 @@ import java.util.zip.CRC32C;
  *   8  long   owner pid
  *  16  long   segment size in bytes
  *  24  byte[32] SHA-256 of the owner's host id (HostIdentity.hostId())
- *  56  int    name length
- *  60  byte[64] segment name, ASCII, zero-padded
- * 124  int    CRC32C of bytes 0..123
- * 128
+ *  56  byte[16] the segment's secret, also in the file's header ({@link ShmSegmentHeader})
+ *  72  int    name length
+ *  76  byte[64] segment name, ASCII, zero-padded
+ * 140  int    CRC32C of bytes 0..139
+ * 144
  * </pre>
  *
  * Decoding refuses foreign, other-version, truncated and damaged blobs with a message that says
- * which, and never lets a blob name a file outside the sparkccl naming scheme.
+ * which, and never lets a blob name a file outside the sparkccl naming scheme. (Version 1 had no
+ * secret.)
  */
 final class ShmConnectBlob {
     static final int MAGIC = 0x53484D31;
-    static final int VERSION = 1;
-    static final int SIZE = 128;
+    static final int VERSION = 2;
+    static final int SIZE = 144;
     static final int NAME_FIELD = 64;
     private static final int CRC_OFFSET = SIZE - 4;
 
     final long pid;
     final long bytes;
     final byte[] hostDigest;
+    final byte[] secret;
     final String name;
 
-    ShmConnectBlob(long pid, long bytes, byte[] hostDigest, String name) {
+    ShmConnectBlob(long pid, long bytes, byte[] hostDigest, byte[] secret, String name) {
         if (hostDigest.length != 32) {
             throw new IllegalArgumentException("host digest must be 32 bytes");
+        }
+        if (secret.length != ShmSegmentHeader.SECRET_BYTES) {
+            throw new IllegalArgumentException("secret must be " + ShmSegmentHeader.SECRET_BYTES + " bytes");
         }
         if (name.length() > NAME_FIELD) {
             throw new IllegalArgumentException("segment name too long: " + name);
@@ -49,6 +55,7 @@ final class ShmConnectBlob {
         this.pid = pid;
         this.bytes = bytes;
         this.hostDigest = hostDigest.clone();
+        this.secret = secret.clone();
         this.name = name;
     }
 
@@ -63,7 +70,7 @@ final class ShmConnectBlob {
 
     byte[] encode() {
         ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.BIG_ENDIAN);
-        b.putInt(MAGIC).putInt(VERSION).putLong(pid).putLong(bytes).put(hostDigest);
+        b.putInt(MAGIC).putInt(VERSION).putLong(pid).putLong(bytes).put(hostDigest).put(secret);
         byte[] nameBytes = name.getBytes(StandardCharsets.US_ASCII);
         b.putInt(nameBytes.length).put(nameBytes);
         CRC32C crc = new CRC32C();
@@ -105,6 +112,8 @@ final class ShmConnectBlob {
         long bytes = b.getLong();
         byte[] digest = new byte[32];
         b.get(digest);
+        byte[] secret = new byte[ShmSegmentHeader.SECRET_BYTES];
+        b.get(secret);
         int nameLength = b.getInt();
         if (nameLength <= 0 || nameLength > NAME_FIELD) {
             throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (name length "
@@ -112,6 +121,13 @@ final class ShmConnectBlob {
         }
         byte[] nameBytes = new byte[nameLength];
         b.get(nameBytes);
+        for (int i = nameLength; i < NAME_FIELD; i++) {
+            if (b.get() != 0) {
+                // Every byte counts: a blob that decodes is the one its owner wrote, bit for bit.
+                throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (bytes after the"
+                        + " segment name are not zero)");
+            }
+        }
         String name = new String(nameBytes, StandardCharsets.US_ASCII);
         if (ShmSegmentName.ownerPid(name) != pid) {
             throw new IllegalArgumentException("the SHM connect blob from " + from + " names '" + name
@@ -121,7 +137,7 @@ final class ShmConnectBlob {
             throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (segment size "
                     + bytes + ")");
         }
-        return new ShmConnectBlob(pid, bytes, digest, name);
+        return new ShmConnectBlob(pid, bytes, digest, secret, name);
     }
 
     boolean sameHostAs(byte[] otherDigest) {

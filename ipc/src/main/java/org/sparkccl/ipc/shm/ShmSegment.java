@@ -30,6 +30,8 @@ final class ShmSegment {
     final long bytes;
     /** True for a segment this process created: it removes the name when it is done. */
     final boolean owned;
+    /** The secret in the file's header ({@link ShmSegmentHeader}): same-process peers check it here. */
+    final byte[] secret;
 
     private final MappedByteBuffer mapping;
     private final AtomicInteger refs = new AtomicInteger(1);
@@ -37,11 +39,13 @@ final class ShmSegment {
     private final Runnable onUnmap;
 
     /** Takes over {@code mapping}, with one reference held by the caller. */
-    ShmSegment(String name, Path path, long bytes, boolean owned, MappedByteBuffer mapping, Runnable onUnmap) {
+    ShmSegment(String name, Path path, long bytes, boolean owned, byte[] secret, MappedByteBuffer mapping,
+               Runnable onUnmap) {
         this.name = name;
         this.path = path;
         this.bytes = bytes;
         this.owned = owned;
+        this.secret = secret.clone();
         this.mapping = mapping;
         this.onUnmap = onUnmap;
         MAPPED_IN_JVM.addAndGet(bytes);

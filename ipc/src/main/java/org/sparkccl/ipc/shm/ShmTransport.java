@@ -45,7 +45,9 @@ import org.sparkccl.core.transport.SharedRegion;
  *
  * <ul>
  *   <li>Segments are created with mode 0600 (at creation, never widened), named
- *       {@code sparkccl-<pid>-<128 random bits>}, and filled with zeros by writing them: tmpfs
+ *       {@code sparkccl-<pid>-<128 random bits>}, start with a one-page header holding a random
+ *       secret that the connect blob carries too ({@link ShmSegmentHeader}: a peer maps nothing of a
+ *       file whose secret is not its blob's), and are filled with zeros by writing them: tmpfs
  *       allocates pages lazily, and a /dev/shm that runs out while a mapped page is first touched
  *       kills the process with SIGBUS, whereas a write fails cleanly with ENOSPC here. Measured
  *       on the 2-core CI VM: 1 ms for 1 MiB, 7 ms for 16 MiB, 190 ms for 256 MiB (the mapping's
@@ -167,20 +169,21 @@ public final class ShmTransport implements MemoryTransport {
         if (SCANNED_DIRECTORIES.add(directory)) {
             removeStaleSegments(STALE_AFTER);
         }
-        long needed = roundUpToPage(bytes);
+        long needed = fileBytes(bytes);
         long free = freeSpace.getAsLong();
         if (free < needed) {
             throw new CclException(tooSmallMessage(label, needed, free));
         }
         String name = ShmSegmentName.newName(pid);
         Path path = directory.resolve(name);
-        MappedByteBuffer mapping = createZeroFilled(path, bytes, label);
-        ShmSegment segment = new ShmSegment(name, path, bytes, true, mapping, () -> OWNED_IN_JVM.remove(name));
+        byte[] secret = ShmSegmentHeader.newSecret();
+        MappedByteBuffer mapping = createZeroFilled(path, bytes, secret, label);
+        ShmSegment segment = new ShmSegment(name, path, bytes, true, secret, mapping, () -> OWNED_IN_JVM.remove(name));
         OWNED_IN_JVM.put(name, segment);
         installShutdownHook();
         ShmExposedRegion region;
         try {
-            byte[] blob = new ShmConnectBlob(pid, bytes, hostDigest, name).encode();
+            byte[] blob = new ShmConnectBlob(pid, bytes, hostDigest, secret, name).encode();
             region = new ShmExposedRegion(segment, label, blob,
                     () -> log.info(Subsys.SHM, "unlinked %s (%s); it stays mapped", path, label), this::closed);
         } catch (RuntimeException | Error e) {
@@ -192,13 +195,15 @@ public final class ShmTransport implements MemoryTransport {
         return region;
     }
 
-    private MappedByteBuffer createZeroFilled(Path path, long bytes, String label) {
+    /** The header page, then {@code bytes} of region, zero-filled; maps the region. */
+    private MappedByteBuffer createZeroFilled(Path path, long bytes, byte[] secret, String label) {
         boolean created = false;
         try (FileChannel channel = FileChannel.open(path, EnumSet.of(StandardOpenOption.CREATE_NEW,
                 StandardOpenOption.READ, StandardOpenOption.WRITE), OWNER_ONLY)) {
             created = true;
-            writeZeros(channel, bytes);
-            return channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+            writeZeros(channel, ShmSegmentHeader.BYTES + bytes);
+            ShmSegmentHeader.write(channel, secret);
+            return channel.map(FileChannel.MapMode.READ_WRITE, ShmSegmentHeader.BYTES, bytes);
         } catch (FileAlreadyExistsException e) {
             throw new CclException("cannot create " + path + " for " + label + ": the name is taken (128 random bits"
                     + " collided, or someone is guessing names)", e);
@@ -208,7 +213,7 @@ public final class ShmTransport implements MemoryTransport {
             }
             String message = String.valueOf(e.getMessage());
             if (message.contains("No space left")) {
-                throw new CclException(tooSmallMessage(label, roundUpToPage(bytes), usableSpaceOrMinusOne())
+                throw new CclException(tooSmallMessage(label, fileBytes(bytes), usableSpaceOrMinusOne())
                         + " (ran out while allocating: another process took the space)", e);
             }
             throw new CclException("cannot create shared memory " + path + " of " + bytes + " bytes for " + label
@@ -250,6 +255,10 @@ public final class ShmTransport implements MemoryTransport {
         String label = "segment of " + from;
         if (blob.pid == pid) {
             ShmSegment mine = OWNED_IN_JVM.get(blob.name);
+            if (mine != null) {
+                ShmSegmentHeader.checkSecret(mine.secret, blob.secret, mine.path, from);
+                checkRegionBytes(mine.path, mine.bytes, blob, from);
+            }
             if (mine != null && mine.retain()) {
                 ShmRegion region = new ShmRegion(mine, label, this::closed);
                 track(region);
@@ -268,13 +277,10 @@ public final class ShmTransport implements MemoryTransport {
         Path path = directory.resolve(blob.name);
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
                 LinkOption.NOFOLLOW_LINKS)) {
-            long size = channel.size();
-            if (size != blob.bytes) {
-                throw new CclException(path + " of " + from + " has " + size + " bytes, its connect blob says "
-                        + blob.bytes + ": the blob is stale or the file was replaced");
-            }
-            MappedByteBuffer mapping = channel.map(FileChannel.MapMode.READ_WRITE, 0, blob.bytes);
-            return new ShmSegment(blob.name, path, blob.bytes, false, mapping, () -> { });
+            ShmSegmentHeader.check(channel, blob.secret, path, from);
+            checkRegionBytes(path, channel.size() - ShmSegmentHeader.BYTES, blob, from);
+            MappedByteBuffer mapping = channel.map(FileChannel.MapMode.READ_WRITE, ShmSegmentHeader.BYTES, blob.bytes);
+            return new ShmSegment(blob.name, path, blob.bytes, false, blob.secret, mapping, () -> { });
         } catch (NoSuchFileException e) {
             throw new CclException("the shared memory of " + from + " is gone (" + path + "): its owner closed or"
                     + " unlinked it before this rank opened it, or the process died", e);
@@ -283,6 +289,14 @@ public final class ShmTransport implements MemoryTransport {
                     + " every rank of a host must run as the same user", e);
         } catch (IOException e) {
             throw new CclException("cannot map the shared memory of " + from + " (" + path + "): " + e, e);
+        }
+    }
+
+    /** Throws unless the segment's region has the size that the blob names. */
+    private static void checkRegionBytes(Path path, long regionBytes, ShmConnectBlob blob, String from) {
+        if (regionBytes != blob.bytes) {
+            throw new CclException(path + " of " + from + " holds " + regionBytes + " bytes behind its header, its"
+                    + " connect blob says " + blob.bytes + ": the blob is stale or damaged, or the file was replaced");
         }
     }
 
@@ -405,7 +419,12 @@ public final class ShmTransport implements MemoryTransport {
         }
     }
 
-    static long roundUpToPage(long bytes) {
+    /** What a region of {@code bytes} takes in the directory: its header page and whole pages of region. */
+    static long fileBytes(long bytes) {
+        return ShmSegmentHeader.BYTES + roundUpToPage(bytes);
+    }
+
+    private static long roundUpToPage(long bytes) {
         return (bytes + PAGE_SIZE - 1) / PAGE_SIZE * PAGE_SIZE;
     }
 

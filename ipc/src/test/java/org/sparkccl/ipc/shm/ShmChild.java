@@ -17,7 +17,7 @@ import org.sparkccl.core.transport.SharedRegion;
  *   <li>{@code peer <parent blob hex> <checksum>}: opens the parent's region, checks the data the
  *       parent wrote before, exposes its own, then answers the parent's token (see
  *       {@link ShmCrossProcessTest}).</li>
- *   <li>{@code hold <bytes>}: exposes a region, prints its name, and waits to be killed.</li>
+ *   <li>{@code hold <bytes>}: exposes a region, prints its name and blob, and waits to be killed.</li>
  *   <li>{@code exit <bytes>}: exposes a region, prints its name, and exits without closing it.</li>
  * </ul>
  */
@@ -90,7 +90,8 @@ public final class ShmChild {
     private static void hold(long bytes) throws Exception {
         ShmTransport transport = new ShmTransport(Params.fromEnvironment());
         ExposedRegion region = transport.expose(bytes, "held region");
-        System.out.println("EXPOSED " + HostIdentity.pid() + " " + segmentName(region));
+        System.out.println("EXPOSED " + HostIdentity.pid() + " " + segmentName(region) + " "
+                + HexFormat.of().formatHex(region.connectBlob()));
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
     }

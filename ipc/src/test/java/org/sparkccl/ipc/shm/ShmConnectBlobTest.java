@@ -23,7 +23,7 @@ class ShmConnectBlobTest {
 
     private static byte[] validBlob() {
         return new ShmConnectBlob(HostIdentity.pid(), 4096, ShmConnectBlob.hostDigest(HostIdentity.hostId()),
-                ShmSegmentName.newName(HostIdentity.pid())).encode();
+                ShmSegmentHeader.newSecret(), ShmSegmentName.newName(HostIdentity.pid())).encode();
     }
 
     private String refusal(byte[] blob) {
@@ -38,6 +38,7 @@ class ShmConnectBlobTest {
         assertEquals(HostIdentity.pid(), blob.pid);
         assertEquals(4096, blob.bytes);
         assertTrue(blob.sameHostAs(ShmConnectBlob.hostDigest(HostIdentity.hostId())));
+        assertEquals(ShmSegmentHeader.SECRET_BYTES, blob.secret.length);
     }
 
     @Test
@@ -71,7 +72,7 @@ class ShmConnectBlobTest {
     @Test
     void aBlobMayNotNameAFileOutsideTheScheme() {
         byte[] blob = new ShmConnectBlob(HostIdentity.pid(), 4096, ShmConnectBlob.hostDigest(HostIdentity.hostId()),
-                "../../etc/passwd").encode();
+                ShmSegmentHeader.newSecret(), "../../etc/passwd").encode();
         assertTrue(refusal(blob).contains("not a sparkccl segment"));
     }
 

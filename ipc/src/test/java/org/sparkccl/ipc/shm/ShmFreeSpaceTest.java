@@ -26,7 +26,8 @@ class ShmFreeSpaceTest {
                 () -> free, HostIdentity.hostId())) {
             CclException e = assertThrows(CclException.class, () -> transport.expose(wanted, "rank 3 ring buffers"));
             String message = e.getMessage();
-            assertTrue(message.contains(Long.toString(wanted)), message);
+            // The file holds a header page before the region.
+            assertTrue(message.contains("needs " + (ShmSegmentHeader.BYTES + wanted) + " bytes"), message);
             assertTrue(message.contains(Long.toString(free)), message);
             assertTrue(message.contains("--shm-size"), message);
             assertTrue(message.contains("rank 3 ring buffers"), message);
@@ -35,17 +36,18 @@ class ShmFreeSpaceTest {
                 assertEquals(0, files.count(), "nothing was created");
             }
             // Enough room: it works in the same directory.
-            transport.expose(free, "fits").close();
+            transport.expose(free - ShmSegmentHeader.BYTES, "fits").close();
         }
     }
 
     @Test
     void neededSpaceIsCountedInWholePages(@TempDir Path dir) {
+        // One page of region and the header page.
         try (ShmTransport transport = new ShmTransport(Params.defaults(), new CclLog(0, Params.defaults()), dir,
-                () -> 4096, HostIdentity.hostId())) {
+                () -> 8192, HostIdentity.hostId())) {
             transport.expose(4096, "one page").close();
             CclException e = assertThrows(CclException.class, () -> transport.expose(4097, "a page and a byte"));
-            assertTrue(e.getMessage().contains("8192"), e.getMessage());
+            assertTrue(e.getMessage().contains("needs 12288 bytes"), e.getMessage());
         }
     }
 }

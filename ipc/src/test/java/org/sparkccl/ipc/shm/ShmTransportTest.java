@@ -44,7 +44,7 @@ class ShmTransportTest {
 
             Path file = ShmTestSupport.DEV_SHM.resolve(nameA);
             assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));
-            assertEquals(10_000, Files.size(file));
+            assertEquals(ShmSegmentHeader.BYTES + 10_000, Files.size(file), "the header page, then the region");
             assertEquals(10_000, a.size());
             for (int i = 0; i < 10_000; i++) {
                 assertEquals(0, a.buffer().getByte(i), "zero-filled at " + i);
