@@ -751,6 +751,15 @@ public final class HostCommunicator implements Communicator {
         }
     }
 
+    /**
+     * Marks this communicator failed with {@code cause}, as its own failures do, so that every peer's
+     * wait ends with this error. For engines built on top of this one (the two-level all-reduce of
+     * {@code org.sparkccl.core.net}) whose other level failed while these peers wait here.
+     */
+    public void abortWith(RuntimeException cause) {
+        abort(cause);
+    }
+
     @Override
     public void close() {
         if (closed) {
