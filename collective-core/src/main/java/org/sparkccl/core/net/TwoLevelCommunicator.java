@@ -135,16 +135,16 @@ public final class TwoLevelCommunicator implements Communicator {
             checkInside(call);
             if (shard > 0) {
                 long mine = recv + local * shard * es;
-                inside.reduceScatter(send, mine, shard, type, levelOp);
+                inHost(() -> inside.reduceScatter(send, mine, shard, type, levelOp));
                 across.partOf(call);
                 across.allReduce(mine, mine, shard, type, levelOp);
                 finishAverage(op, type, mine, shard);
-                inside.allGather(mine, recv, shard, type);
+                inHost(() -> inside.allGather(mine, recv, shard, type));
             }
             if (tail > 0) {
                 // The last count mod L elements do not split into equal shards: every rank reduces them whole.
                 long at = shard * perHost * es;
-                inside.allReduce(send + at, recv + at, tail, type, levelOp);
+                inHost(() -> inside.allReduce(send + at, recv + at, tail, type, levelOp));
                 across.partOf(call);
                 across.allReduce(recv + at, recv + at, tail, type, levelOp);
                 finishAverage(op, type, recv + at, tail);
@@ -185,7 +185,7 @@ public final class TwoLevelCommunicator implements Communicator {
         try (HostStagingBuffer hostBlocks = new HostStagingBuffer(Math.max(1, block * perHost));
              HostStagingBuffer allBlocks = new HostStagingBuffer(Math.max(1, block * size))) {
             checkInside(call);
-            inside.allGather(send, hostBlocks.address(), sendCount, type);
+            inHost(() -> inside.allGather(send, hostBlocks.address(), sendCount, type));
             across.partOf(call);
             across.allGather(hostBlocks.address(), allBlocks.address(), sendCount * perHost, type);
             for (int h = 0; h < byHost.length; h++) {
@@ -211,7 +211,8 @@ public final class TwoLevelCommunicator implements Communicator {
                 for (int l = 0; l < byHost[h].length; l++) {
                     if (byHost[h][l] == root) {
                         if (h == host) {
-                            inside.broadcast(send, recv, count, type, l);
+                            int localRoot = l;
+                            inHost(() -> inside.broadcast(send, recv, count, type, localRoot));
                         }
                         across.partOf(call);
                         across.broadcast(recv, recv, count, type, h);
@@ -264,7 +265,7 @@ public final class TwoLevelCommunicator implements Communicator {
         try (HostStagingBuffer headers = new HostStagingBuffer((long) h * (perHost + 1))) {
             long mine = headers.address() + (long) h * perHost;
             call.write(mine);
-            inside.allGather(mine, headers.address(), h, DataType.UINT8);
+            inHost(() -> inside.allGather(mine, headers.address(), h, DataType.UINT8));
             for (int l = 0; l < perHost; l++) {
                 if (!CollectiveHeader.sameBytes(mine, headers.address() + (long) l * h)) {
                     CollectiveHeader theirs = CollectiveHeader.read(headers.address() + (long) l * h);
@@ -294,11 +295,36 @@ public final class TwoLevelCommunicator implements Communicator {
         }
     }
 
-    /** One level failed: the other level's peers, who may be waiting on this rank there, learn it too. */
+    /**
+     * A call of the shared-memory level, its failure renumbered: that engine numbers ranks by local
+     * index, and its abort origins are local indices, or -1 - g for a global rank g that this class
+     * passed down ({@link #abort}).
+     */
+    private void inHost(Runnable call) {
+        try {
+            call.run();
+        } catch (PeerFailedException e) {
+            int failed = e.failedRank();
+            if (failed < 0) {
+                throw new PeerFailedException(-1 - failed, e.getMessage(), e); // its message names global ranks
+            }
+            int global = failed < byHost[host].length ? byHost[host][failed] : failed;
+            throw new PeerFailedException(global, "rank " + rank + ", on host " + host + " where local rank " + failed
+                    + " is rank " + global + " (local ranks numbered as " + java.util.Arrays.toString(byHost[host])
+                    + "): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * One level failed (errors here name global ranks): the other level's peers, who may be waiting
+     * on this rank there, learn it too.
+     */
     private void abort(RuntimeException e) {
         if (brokenBy == null) {
             brokenBy = String.valueOf(e.getMessage());
-            inside.abortWith(e);
+            inside.abortWith(e instanceof PeerFailedException
+                    ? new PeerFailedException(-1 - ((PeerFailedException) e).failedRank(), e.getMessage(), e)
+                    : e);
             across.abort(e);
         }
     }
