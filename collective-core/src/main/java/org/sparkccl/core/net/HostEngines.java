@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,22 +21,27 @@ import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.HostIdentity;
+import org.sparkccl.core.transport.LocalMemoryTransport;
 import org.sparkccl.core.transport.MemoryTransport;
 import org.sparkccl.core.transport.RankInfo;
 
 /**
  * Builds the CPU engine that fits where the ranks are, in the one bootstrap round: every rank binds
- * its socket listener first and sends its address with the shared-memory engine's description.
+ * its socket listener first and sends its address, and the transport it would share memory through,
+ * with the shared-memory engine's description. Every rank then decides alike, from what was gathered:
  * <ul>
- *   <li>All ranks on one host (and shared memory allowed, or all in one process): the
- *       {@link HostCommunicator} gets the round's shared-memory half and runs as always; the
- *       listener closes unused.</li>
- *   <li>Several hosts with L ≥ 2 ranks each: {@link TwoLevelCommunicator}.</li>
- *   <li>Otherwise (one rank per host, uneven hosts, or {@code SPARKCCL_SHM_DISABLE=1} between
- *       processes): one {@link SocketCommunicator} ring over every rank.</li>
+ *   <li>All ranks can share memory (one process, or one host whose ranks all expose /dev/shm of one
+ *       device): the {@link HostCommunicator} gets the round's shared-memory half and runs as always;
+ *       the listener closes unused.</li>
+ *   <li>Several hosts with the same number L ≥ 2 of ranks each, the ranks of each host able to share
+ *       memory: {@link TwoLevelCommunicator}.</li>
+ *   <li>Otherwise (one rank per host, uneven hosts, or processes that cannot share memory, e.g. with
+ *       {@code SPARKCCL_SHM_DISABLE=1}): one {@link SocketCommunicator} ring over every rank.</li>
  * </ul>
  */
 public final class HostEngines {
+    /** The transport a rank would expose its memory through (empty: none). */
+    static final String ENTRY_SHARING = "net.sharing";
     private HostEngines() {
     }
 
@@ -49,12 +55,23 @@ public final class HostEngines {
             return HostCommunicator.create(bootstrap, transports.apply(0), params, cancelled);
         }
         CclLog log = new CclLog(bootstrap.rank(), params);
-        try (SocketListener listener = SocketListener.open(bootstrap.rank(), params, log)) {
+        List<MemoryTransport> hostTransports = transports.apply(bootstrap.rank());
+        String sharing = hostTransports.stream().filter(t -> t.unavailableReason() == null).map(MemoryTransport::name)
+                .findFirst().orElse("");
+        SocketListener opened;
+        try {
+            opened = SocketListener.open(bootstrap.rank(), params, log);
+        } catch (RuntimeException e) {
+            hostTransports.forEach(MemoryTransport::close);
+            throw e;
+        }
+        try (SocketListener listener = opened) {
             RankInfo mine = NetRound.describe(new RankInfo(bootstrap.rank(), bootstrap.size(), HostIdentity.hostId(params),
-                    HostIdentity.pid(), HostIdentity.shmDevice(), Map.of()), listener);
-            SplitRound round = new SplitRound(bootstrap, mine, !params.get(Params.SHM_DISABLE));
+                    HostIdentity.pid(), HostIdentity.shmDevice(), Map.of()), listener)
+                    .withEntry(ENTRY_SHARING, sharing.getBytes(StandardCharsets.UTF_8));
+            SplitRound round = new SplitRound(bootstrap, mine);
             try {
-                return HostCommunicator.create(round, transports.apply(bootstrap.rank()), params, cancelled);
+                return HostCommunicator.create(round, hostTransports, params, cancelled);
             } catch (NotOneHost e) {
                 return overSockets(listener, round.all, bootstrap.rank(), transports, params, cancelled, log);
             }
@@ -65,29 +82,45 @@ public final class HostEngines {
                                             IntFunction<List<MemoryTransport>> transports, Params params,
                                             BooleanSupplier cancelled, CclLog log) {
         listener.start(NetRound.secretShares(all));
-        Map<String, List<Integer>> hosts = new LinkedHashMap<>();
+        Map<String, List<RankInfo>> hosts = new LinkedHashMap<>();
         for (RankInfo info : all) {
-            hosts.computeIfAbsent(info.hostId(), h -> new ArrayList<>()).add(info.rank());
+            hosts.computeIfAbsent(info.hostId(), h -> new ArrayList<>()).add(info);
         }
         int perHost = hosts.values().iterator().next().size();
-        boolean even = hosts.values().stream().allMatch(ranks -> ranks.size() == perHost);
-        if (hosts.size() >= 2 && perHost >= 2 && even && !params.get(Params.SHM_DISABLE)) {
+        boolean twoLevel = hosts.size() >= 2 && perHost >= 2
+                && hosts.values().stream().allMatch(ranks -> ranks.size() == perHost && shareMemory(ranks));
+        if (twoLevel) {
             log.info(Subsys.INIT, "ranks on %d hosts, %d each: two-level (shared memory inside a host, TCP across)",
                     hosts.size(), perHost);
             int[][] byHost = new int[hosts.size()][];
             int h = 0;
-            for (List<Integer> ranks : hosts.values()) {
-                byHost[h++] = ranks.stream().mapToInt(Integer::intValue).toArray();
+            for (List<RankInfo> ranks : hosts.values()) {
+                byHost[h++] = ranks.stream().mapToInt(RankInfo::rank).toArray();
             }
             return TwoLevelCommunicator.create(listener, all, rank, byHost, transports, params, cancelled);
         }
-        log.info(Subsys.INIT, "ranks on %d host(s)%s: one ring over TCP", hosts.size(),
-                params.get(Params.SHM_DISABLE) ? ", shared memory disabled (SPARKCCL_SHM_DISABLE)" : "");
+        log.info(Subsys.INIT, "ranks on %d host(s), %s: one ring over TCP", hosts.size(),
+                hosts.size() == 1 ? "unable to share memory" : "unevenly spread, one per host or unable to share memory");
         int[] everyone = new int[all.length];
         for (int r = 0; r < all.length; r++) {
             everyone[r] = r;
         }
         return SocketCommunicator.create(listener, all, rank, everyone, 0, params, cancelled);
+    }
+
+    /**
+     * Whether these ranks can share memory: one process, or one host where each exposes through the
+     * same transport that reaches across processes, on one /dev/shm device. Decided from the round's
+     * data alone, so that every rank decides alike.
+     */
+    static boolean shareMemory(List<RankInfo> ranks) {
+        RankInfo first = ranks.get(0);
+        String transport = new String(first.entry(ENTRY_SHARING), StandardCharsets.UTF_8);
+        boolean oneProcess = ranks.stream().allMatch(r -> r.sameProcess(first));
+        boolean oneShm = !transport.isEmpty() && !transport.equals(LocalMemoryTransport.NAME)
+                && ranks.stream().allMatch(r -> r.sameHost(first) && r.shmDevice() == first.shmDevice()
+                && transport.equals(new String(r.entry(ENTRY_SHARING), StandardCharsets.UTF_8)));
+        return oneProcess || oneShm;
     }
 
     /** Thrown into the shared-memory engine's construction when its peers are not all within reach. */
@@ -106,13 +139,11 @@ public final class HostEngines {
     private static final class SplitRound implements Bootstrap {
         private final Bootstrap real;
         private final RankInfo mine;
-        private final boolean shmAllowed;
         RankInfo[] all;
 
-        SplitRound(Bootstrap real, RankInfo mine, boolean shmAllowed) {
+        SplitRound(Bootstrap real, RankInfo mine) {
             this.real = real;
             this.mine = mine;
-            this.shmAllowed = shmAllowed;
         }
 
         @Override
@@ -133,19 +164,15 @@ public final class HostEngines {
             byte[][] gathered = real.allGather(join(mine.encode(), engineBytes));
             RankInfo[] infos = new RankInfo[gathered.length];
             byte[][] engineParts = new byte[gathered.length][];
-            boolean oneHost = true;
-            boolean oneProcess = true;
             for (int r = 0; r < gathered.length; r++) {
                 byte[][] parts = split(gathered[r], r);
                 infos[r] = RankInfo.decode(parts[0], r, gathered.length);
                 engineParts[r] = parts[1];
-                oneHost &= infos[r].sameHost(mine);
-                oneProcess &= infos[r].sameProcess(mine);
             }
             all = infos;
-            if (!oneHost || !(shmAllowed || oneProcess)) {
-                throw new NotOneHost("rank " + rank() + ": " + (oneHost ? "shared memory is disabled" : "the ranks span hosts")
-                        + ": the socket transport connects them");
+            if (!shareMemory(java.util.Arrays.asList(infos))) {
+                throw new NotOneHost("rank " + rank() + ": the ranks cannot all share memory (they span hosts, or"
+                        + " shared memory is disabled between processes): the socket transport connects them");
             }
             return engineParts;
         }
