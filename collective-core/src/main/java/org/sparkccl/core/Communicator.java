@@ -51,6 +51,11 @@ public interface Communicator extends AutoCloseable {
                 + " cannot allocate shared buffers; use the host communicator, or allocateStaging for plain memory");
     }
 
+    /** Whether {@link #allocateShared} works here (callers choose their memory by it, every rank alike). */
+    default boolean canAllocateShared() {
+        return false;
+    }
+
     @Override
     void close();
 

@@ -474,6 +474,11 @@ public final class HostCommunicator implements Communicator {
         }
     }
 
+    @Override
+    public boolean canAllocateShared() {
+        return registry != null;
+    }
+
     /** Bytes of this rank's shared buffers ({@link #allocateShared}) that are not closed yet. */
     public long sharedBytes() {
         return registry == null ? 0 : registry.openBytes();

@@ -58,22 +58,32 @@ public final class HostEngines {
         List<MemoryTransport> hostTransports = transports.apply(bootstrap.rank());
         String sharing = hostTransports.stream().filter(t -> t.unavailableReason() == null).map(MemoryTransport::name)
                 .findFirst().orElse("");
-        SocketListener opened;
+        // A rank that cannot listen still takes part (shared memory needs no socket); should the
+        // ranks turn out to need TCP, it fails then with this reason, and its peers name it.
+        SocketListener listener = null;
+        RuntimeException cannotListen = null;
         try {
-            opened = SocketListener.open(bootstrap.rank(), params, log);
+            listener = SocketListener.open(bootstrap.rank(), params, log);
         } catch (RuntimeException e) {
-            hostTransports.forEach(MemoryTransport::close);
-            throw e;
+            cannotListen = e;
         }
-        try (SocketListener listener = opened) {
-            RankInfo mine = NetRound.describe(new RankInfo(bootstrap.rank(), bootstrap.size(), HostIdentity.hostId(params),
-                    HostIdentity.pid(), HostIdentity.shmDevice(), Map.of()), listener)
+        try {
+            RankInfo mine = new RankInfo(bootstrap.rank(), bootstrap.size(), HostIdentity.hostId(params),
+                    HostIdentity.pid(), HostIdentity.shmDevice(), Map.of())
                     .withEntry(ENTRY_SHARING, sharing.getBytes(StandardCharsets.UTF_8));
-            SplitRound round = new SplitRound(bootstrap, mine);
+            SplitRound round = new SplitRound(bootstrap, listener == null ? mine : NetRound.describe(mine, listener));
             try {
                 return HostCommunicator.create(round, hostTransports, params, cancelled);
             } catch (NotOneHost e) {
+                if (cannotListen != null) {
+                    throw new CclException("rank " + bootstrap.rank() + ": the ranks need TCP between them, but this"
+                            + " rank cannot listen: " + cannotListen.getMessage(), cannotListen);
+                }
                 return overSockets(listener, round.all, bootstrap.rank(), transports, params, cancelled, log);
+            }
+        } finally {
+            if (listener != null) {
+                listener.close();
             }
         }
     }

@@ -11,6 +11,7 @@ import org.sparkccl.core.HostStagingBuffer;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.StagingBuffer;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.log.CclLog;
@@ -239,6 +240,27 @@ public final class TwoLevelCommunicator implements Communicator {
             abort(e);
             throw e;
         }
+    }
+
+    /**
+     * Memory that the ranks of this host map (collective among them; every host allocates at the
+     * same point): gradient buffers can live there as on one host, though the all-reduce here does
+     * not read peers' buffers in place.
+     */
+    @Override
+    public SharedBuffer allocateShared(long bytes) {
+        ensureUsable();
+        try {
+            return inside.allocateShared(bytes);
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
+    @Override
+    public boolean canAllocateShared() {
+        return inside.canAllocateShared();
     }
 
     @Override

@@ -14,20 +14,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.sparkccl.core.CclException;
-import org.sparkccl.core.HostStagingBuffer;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.transport.LocalMemoryTransport;
 
 /** Mismatched calls, a rank that leaves, and connections without the communicator's secret. */
 class SocketFailureTest {
 
     @AfterEach
     void nothingLeaked() {
-        assertEquals(0, SocketCommunicator.outstandingBytesInJvm(), "socket FIFOs left");
-        assertEquals(0, HostStagingBuffer.outstandingBytes(), "staging left");
-        assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm(), "LOCAL regions left");
+        SocketRanks.assertNothingLeaked();
     }
 
     @ParameterizedTest(name = "{0} ranks, {1} per host")

@@ -1,10 +1,13 @@
 package org.sparkccl.core.net;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntFunction;
 import org.sparkccl.core.Communicator;
+import org.sparkccl.core.HostStagingBuffer;
 import org.sparkccl.core.ThreadGroupBootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
@@ -27,6 +30,13 @@ final class SocketRanks {
         settings.put("SPARKCCL_SOCKET_ADDRESS", "127.0.0.1");
         settings.putIfAbsent("SPARKCCL_TIMEOUT_MS", "20000");
         return Params.defaults().withOverrides(settings);
+    }
+
+    /** Socket FIFOs, staging and LOCAL regions of this JVM are all released. */
+    static void assertNothingLeaked() {
+        assertEquals(0, SocketCommunicator.outstandingBytesInJvm(), "socket FIFOs left");
+        assertEquals(0, HostStagingBuffer.outstandingBytes(), "staging left");
+        assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm(), "LOCAL regions left");
     }
 
     static void run(int n, IntFunction<String> hostOf, Map<String, String> settings, Body body) throws Exception {

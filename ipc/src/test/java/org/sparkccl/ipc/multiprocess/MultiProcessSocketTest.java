@@ -41,9 +41,9 @@ class MultiProcessSocketTest {
         LaunchResult result = launch(n, lines, shmDisable, "matrix", Integer.toString(hosts));
         assertTrue(result.succeeded(), result.failure());
         for (int r = 0; r < n; r++) {
-            assertEquals("ENGINE " + engine, find(lines, r, "ENGINE "));
-            assertEquals("WRONG 0", find(lines, r, "WRONG "));
-            assertEquals("LEFT 0", find(lines, r, "LEFT "));
+            assertEquals("ENGINE " + engine, RankLines.find(lines, r, "ENGINE "));
+            assertEquals("WRONG 0", RankLines.find(lines, r, "WRONG "));
+            assertEquals("LEFT 0", RankLines.find(lines, r, "LEFT "));
         }
         assertEquals(List.of(), DevShm.leftoversOf(result));
     }
@@ -53,27 +53,7 @@ class MultiProcessSocketTest {
     void aKilledRankIsNamedByEverySurvivor(int n, int hosts, String shmDisable, int victim) {
         Map<Integer, List<String>> lines = new ConcurrentHashMap<>();
         LaunchResult result = launch(n, lines, shmDisable, "kill", Integer.toString(victim), Integer.toString(hosts));
-        assertEquals(victim, result.failedRank(), result.failure());
-        long killedAt = Long.parseLong(find(lines, victim, "KILLING ").split(" ")[1]);
-        for (int r = 0; r < n; r++) {
-            if (r == victim) {
-                continue;
-            }
-            String caught = find(lines, r, "CAUGHT ");
-            String[] parts = caught.split(" ", 4);
-            long latency = Long.parseLong(parts[1]) - killedAt;
-            System.out.println("rank " + r + " failed " + latency + " ms after rank " + victim + " was killed: " + parts[3]);
-            assertEquals(Integer.toString(victim), parts[2], "rank " + r + " names the dead rank: " + caught);
-            assertTrue(parts[3].contains("rank " + victim), caught);
-            assertTrue(latency < DETECTION_BOUND_MS, "rank " + r + " took " + latency + " ms to notice");
-            assertEquals(0, result.exitCode(r), "rank " + r + " exit code");
-        }
+        RankLines.assertSurvivorsNamed(result, lines, n, victim, DETECTION_BOUND_MS);
         assertEquals(List.of(), DevShm.leftoversOf(result));
-    }
-
-    private static String find(Map<Integer, List<String>> lines, int rank, String prefix) {
-        return lines.getOrDefault(rank, List.of()).stream().filter(l -> l.startsWith(prefix)).findFirst()
-                .orElseThrow(() -> new AssertionError("rank " + rank + " printed no '" + prefix + "' line; it printed: "
-                        + lines.getOrDefault(rank, List.of())));
     }
 }

@@ -9,6 +9,7 @@ import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.TcpBootstrap;
+import org.sparkccl.core.check.CollectiveCheck;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.net.SocketCommunicator;
 import org.sparkccl.core.param.Params;
@@ -50,60 +51,16 @@ public final class SocketRank {
     }
 
     private static int matrix(TcpBootstrap bootstrap, Params params) {
-        long wrong = 0;
+        CollectiveCheck check = new CollectiveCheck(7, System.err);
         try (Communicator comm = Communicators.host(bootstrap, params)) {
             System.out.println("ENGINE " + comm.getClass().getSimpleName());
-            for (DataType type : DataType.values()) {
-                for (ReduceOp op : ReduceOp.values()) {
-                    for (long count : new long[] {7, 1001, 65537}) {
-                        wrong += allReduce(comm, type, op, count);
-                    }
-                }
-            }
-            wrong += allReduce(comm, DataType.FLOAT32, ReduceOp.SUM, (1L << 20) + 3);
-            wrong += others(comm, 4099);
+            check.runAll(comm, new long[] {7, 1001, 65537}, 4099);
+            check.allReduce(comm, DataType.FLOAT32, ReduceOp.SUM, (1L << 20) + 3);
         }
-        System.out.println("WRONG " + wrong);
+        System.out.println("WRONG " + check.wrong());
         System.out.println("LEFT " + (SocketCommunicator.outstandingBytesInJvm() + HostStagingBuffer.outstandingBytes()));
         System.out.flush();
-        return wrong == 0 ? 0 : 1;
-    }
-
-    private static long allReduce(Communicator comm, DataType type, ReduceOp op, long count) {
-        ReferenceCheck check = new ReferenceCheck(type, op, comm.size(), ReferenceCheck.seed(7, type, op, count));
-        try (HostStagingBuffer data = new HostStagingBuffer(count * type.size())) {
-            check.fillInput(comm.rank(), data.address(), 0, count);
-            comm.allReduce(data.address(), data.address(), count, type, op);
-            return report(type + " " + op + " " + count, check.checkReduced(data.address(), 0, count));
-        }
-    }
-
-    private static long others(Communicator comm, long count) {
-        int n = comm.size();
-        DataType type = DataType.FLOAT32;
-        long block = count * type.size();
-        ReferenceCheck check = new ReferenceCheck(type, ReduceOp.SUM, n, 11);
-        long wrong = 0;
-        try (HostStagingBuffer send = new HostStagingBuffer(block * n); HostStagingBuffer recv = new HostStagingBuffer(block * n)) {
-            check.fillInput(comm.rank(), send.address(), 0, count * n);
-            comm.reduceScatter(send.address(), recv.address(), count, type, ReduceOp.SUM);
-            wrong += report("reduceScatter", check.checkReduced(recv.address(), comm.rank() * count, count));
-            comm.allGather(send.address(), recv.address(), count, type);
-            for (int r = 0; r < n; r++) {
-                wrong += report("allGather " + r, check.checkCopy(r, recv.address() + r * block, 0, count));
-            }
-            comm.broadcast(send.address(), recv.address(), count, type, 1);
-            wrong += report("broadcast", check.checkCopy(1, recv.address(), 0, count));
-            comm.barrier();
-        }
-        return wrong;
-    }
-
-    private static long report(String what, ReferenceCheck.Result result) {
-        if (result.wrong() != 0) {
-            System.err.println(what + ": " + result);
-        }
-        return result.wrong();
+        return check.wrong() == 0 ? 0 : 1;
     }
 
     private static int kill(TcpBootstrap bootstrap, Params params, int victim) {
