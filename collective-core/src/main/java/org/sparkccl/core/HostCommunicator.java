@@ -290,7 +290,7 @@ public final class HostCommunicator implements Communicator {
      * cores, direct all-reduce 256 KB - 16 MB: 3.8-6.0 GB/s busbw with 20 spins against 0.8-5.2
      * with 2000.
      */
-    static int spinsBeforeYield(Params params, int ranksOnHost) {
+    public static int spinsBeforeYield(Params params, int ranksOnHost) {
         if (params.isSet(Params.SPINS_BEFORE_YIELD) || ranksOnHost <= Runtime.getRuntime().availableProcessors()) {
             return params.get(Params.SPINS_BEFORE_YIELD);
         }

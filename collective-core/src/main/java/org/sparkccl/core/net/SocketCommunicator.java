@@ -6,6 +6,7 @@ import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.HostCommunicator;
 import org.sparkccl.core.HostStagingBuffer;
 import org.sparkccl.core.JdkAccess;
 import org.sparkccl.core.MemoryKind;
@@ -95,7 +96,10 @@ public final class SocketCommunicator implements Communicator {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         ring = SocketRing.connect(listener, me, prev, next, NetRound.address(all[next]), tag, connections, STEPS,
                 slotBytes, deadline, cancelled);
-        wait = new WaitLoop(me, params.get(Params.SPINS_BEFORE_YIELD), timeoutMs, ring, cancelled);
+        // Ranks that outnumber the host's cores spin less, as on shared memory: here the links' I/O
+        // threads need the cores too.
+        int ranksOnHost = (int) java.util.Arrays.stream(all).filter(info -> info.sameHost(all[me])).count();
+        wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, ranksOnHost), timeoutMs, ring, cancelled);
         primitives = new SocketPrimitives(ring, wait, slotBytes);
         StringBuilder text = new StringBuilder();
         for (int i = 0; i <= size; i++) {

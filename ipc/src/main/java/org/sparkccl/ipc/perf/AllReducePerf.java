@@ -362,7 +362,11 @@ public final class AllReducePerf implements Callable<Integer> {
         if (transport.equalsIgnoreCase("socket")) {
             overrides.put("SPARKCCL_SHM_DISABLE", "1");
         }
-        return Params.fromEnvironment().withOverrides(overrides);
+        Params environment = Params.fromEnvironment();
+        if (!environment.isSet(Params.SOCKET_ADDRESS)) {
+            overrides.put("SPARKCCL_SOCKET_ADDRESS", "127.0.0.1"); // every rank is a process of this host
+        }
+        return environment.withOverrides(overrides);
     }
 
     private Communicator communicator(Bootstrap bootstrap, Params params) {

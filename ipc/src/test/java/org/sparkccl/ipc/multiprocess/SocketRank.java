@@ -54,8 +54,10 @@ public final class SocketRank {
         CollectiveCheck check = new CollectiveCheck(7, System.err);
         try (Communicator comm = Communicators.host(bootstrap, params)) {
             System.out.println("ENGINE " + comm.getClass().getSimpleName());
-            check.runAll(comm, new long[] {7, 1001, 65537}, 4099);
+            check.runAll(comm, new long[] {7, 1001}, 4099);
+            // Several loops of the ring, slots and connections:
             check.allReduce(comm, DataType.FLOAT32, ReduceOp.SUM, (1L << 20) + 3);
+            check.allReduce(comm, DataType.BFLOAT16, ReduceOp.AVG, 65537);
         }
         System.out.println("WRONG " + check.wrong());
         System.out.println("LEFT " + (SocketCommunicator.outstandingBytesInJvm() + HostStagingBuffer.outstandingBytes()));
