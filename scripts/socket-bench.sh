@@ -101,7 +101,8 @@ cmds = {os.path.basename(p)[:-4]: open(p).read().strip() for p in sorted(glob.gl
 lines = ["# Socket transport: all-reduce over TCP against OpenMPI's TCP path", "",
          "Written by `scripts/socket-bench.sh` (do not edit by hand). Loopback (127.0.0.1), float32 sum,",
          f"out-of-place busbw in GB/s (nccl-tests' definition: algbw x 2(n-1)/n), best of {rounds} interleaved rounds",
-         "per size, every result checked against the float64 reference (#wrong 0).", "",
+         "per size, every result checked against the float64 reference (#wrong 0). What the numbers say, and",
+         "what they do not: [socket-allreduce-notes.md](socket-allreduce-notes.md).", "",
          f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; {ompi}; {java};",
          f"load average at start {load[0]}, at end {load[1]} (the machine is shared: numbers move).", "",
          "Commands (round 1):", ""]
