@@ -160,9 +160,7 @@ public final class SocketCommunicator implements Communicator {
 
     @Override
     public void broadcast(long send, long recv, long count, DataType type, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root + " is not a rank of 0.." + (size - 1));
-        }
+        checkRoot(rank, root, size);
         int es = type.size();
         run(Kind.BROADCAST, type, ReduceOp.SUM, root, count, count * es, send, recv, (p, chunk) ->
                 RingCollectives.broadcast(p, send, recv, 0, count, es, size, rank, root, chunk));
@@ -259,12 +257,23 @@ public final class SocketCommunicator implements Communicator {
     }
 
     private void ensureUsable() {
+        ensureUsable(rank, closed, brokenBy);
+    }
+
+    /** Throws where a communicator of this package is closed, or broken by an earlier failure ({@code brokenBy}). */
+    static void ensureUsable(int rank, boolean closed, String brokenBy) {
         if (closed) {
             throw new CclException("rank " + rank + ": communicator is closed");
         }
         if (brokenBy != null) {
             throw new CclException("rank " + rank + ": communicator is unusable after an earlier failure (" + brokenBy
                     + "); close it and build a new one");
+        }
+    }
+
+    static void checkRoot(int rank, int root, int size) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root + " is not a rank of 0.." + (size - 1));
         }
     }
 

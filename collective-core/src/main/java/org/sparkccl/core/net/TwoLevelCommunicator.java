@@ -202,9 +202,7 @@ public final class TwoLevelCommunicator implements Communicator {
 
     @Override
     public void broadcast(long send, long recv, long count, DataType type, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root + " is not a rank of 0.." + (size - 1));
-        }
+        SocketCommunicator.checkRoot(rank, root, size);
         CollectiveHeader call = start(Kind.BROADCAST, type, ReduceOp.SUM, root, count);
         try {
             checkInside(call);
@@ -308,13 +306,7 @@ public final class TwoLevelCommunicator implements Communicator {
     }
 
     private void ensureUsable() {
-        if (closed) {
-            throw new CclException("rank " + rank + ": communicator is closed");
-        }
-        if (brokenBy != null) {
-            throw new CclException("rank " + rank + ": communicator is unusable after an earlier failure (" + brokenBy
-                    + "); close it and build a new one");
-        }
+        SocketCommunicator.ensureUsable(rank, closed, brokenBy);
     }
 
     /**
