@@ -51,6 +51,11 @@ public interface Communicator extends AutoCloseable {
                 + " cannot allocate shared buffers; use the host communicator, or allocateStaging for plain memory");
     }
 
+    /** Whether {@link #allocateShared} works here (callers choose their memory by it, every rank alike). */
+    default boolean canAllocateShared() {
+        return false;
+    }
+
     /**
      * Marks this rank failed for a reason outside its collectives (Spark: its task failed or was
      * killed between them), so that peers waiting on it fail at once naming this rank and

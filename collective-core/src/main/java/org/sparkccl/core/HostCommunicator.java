@@ -297,7 +297,7 @@ public final class HostCommunicator implements Communicator {
      * cores, direct all-reduce 256 KB - 16 MB: 3.8-6.0 GB/s busbw with 20 spins against 0.8-5.2
      * with 2000.
      */
-    static int spinsBeforeYield(Params params, int ranksOnHost) {
+    public static int spinsBeforeYield(Params params, int ranksOnHost) {
         if (params.isSet(Params.SPINS_BEFORE_YIELD) || ranksOnHost <= Runtime.getRuntime().availableProcessors()) {
             return params.get(Params.SPINS_BEFORE_YIELD);
         }
@@ -480,6 +480,11 @@ public final class HostCommunicator implements Communicator {
             abort(e);
             throw e;
         }
+    }
+
+    @Override
+    public boolean canAllocateShared() {
+        return registry != null;
     }
 
     /** The ring channel {@code channel} runs (logs, tests); null for a single rank. */
@@ -779,6 +784,15 @@ public final class HostCommunicator implements Communicator {
             int origin = e instanceof PeerFailedException ? ((PeerFailedException) e).failedRank() : rank;
             PeerMonitor.markAborted(own.buffer(), origin, String.valueOf(e.getMessage()));
         }
+    }
+
+    /**
+     * Marks this communicator failed with {@code cause}, as its own failures do, so that every peer's
+     * wait ends with this error. For engines built on top of this one (the two-level all-reduce of
+     * {@code org.sparkccl.core.net}) whose other level failed while these peers wait here.
+     */
+    public void abortWith(RuntimeException cause) {
+        abort(cause);
     }
 
     @Override

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.function.BooleanSupplier;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
-import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.net.HostEngines;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
@@ -17,14 +17,18 @@ public final class Communicators {
     private Communicators() {
     }
 
-    /** A host-memory communicator: shared memory between processes of a host, plain memory within one JVM. */
+    /**
+     * A host-memory communicator: shared memory between processes of a host, plain memory within one
+     * JVM, TCP between hosts (two-level where every host has the same number of ranks) or wherever
+     * SPARKCCL_SHM_DISABLE=1 keeps processes from sharing memory: see {@link HostEngines}.
+     */
     public static Communicator host(Bootstrap bootstrap, Params params) {
         return host(bootstrap, params, () -> false);
     }
 
     /** As {@link #host(Bootstrap, Params)}; {@code cancelled} is polled while waiting (Spark task kill). */
     public static Communicator host(Bootstrap bootstrap, Params params, BooleanSupplier cancelled) {
-        return HostCommunicator.create(bootstrap, hostTransports(bootstrap.rank(), params), params, cancelled);
+        return HostEngines.create(bootstrap, rank -> hostTransports(rank, params), params, cancelled);
     }
 
     /**

@@ -109,6 +109,11 @@ final class MeteredCommunicator implements Communicator {
     }
 
     @Override
+    public boolean canAllocateShared() {
+        return inner.canAllocateShared();
+    }
+
+    @Override
     public SharedBuffer allocateShared(long bytes) {
         try {
             return inner.allocateShared(bytes);

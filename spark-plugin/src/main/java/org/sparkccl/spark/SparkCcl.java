@@ -126,7 +126,7 @@ public final class SparkCcl {
                     + " (rank mod {} visible GPUs)", rank, size, gpu.address(), GpuSupportBridge.visibleDevices());
         }
         CommunicatorFactory.Engine engineKind = CommunicatorFactory.engineFor(gpu);
-        TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(), HostIdentity.pid(), gpu,
+        TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(params), HostIdentity.pid(), gpu,
                 engineKind.name());
         PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
                 params.get(SparkCclSettings.ALLOW_SHARED_GPU));

@@ -16,6 +16,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
@@ -159,6 +160,95 @@ class StandaloneClusterIT {
         }
     }
 
+    /**
+     * Two pretend hosts (SPARKCCL_HOST_ID in each Worker's environment, which its executors inherit),
+     * two executors of one core on each: the collective check and TrainJob run in 4-rank barrier
+     * stages whose ranks span the hosts, so the engine is two-level: shared memory between the two
+     * executors of a host, TCP between the hosts. The executors' INFO logs show both hops.
+     */
+    @Test
+    @Timeout(value = 8, unit = TimeUnit.MINUTES)
+    void twoPretendHostsOfTwoExecutorsUseTcpAcrossAndSharedMemoryInside() throws Exception {
+        Path appJar = Paths.get(System.getProperty("sparkccl.appJar", "target/sparkccl-spark-app.jar"));
+        home = Paths.get(System.getProperty("sparkccl.standaloneHome", "target/spark-standalone") + "-two-hosts")
+                .toAbsolutePath();
+        try {
+            sparkHome(Paths.get(System.getProperty("sparkccl.sparkDistClasspath")));
+            Process master = start("master", Map.of(), "org.apache.spark.deploy.master.Master",
+                    "--host", "127.0.0.1", "--port", "0", "--webui-port", "0");
+            String masterUrl = awaitLog("master", master, MASTER_URL, MASTER_START_S).group();
+            for (String host : List.of("a", "b")) {
+                Process worker = start("worker-" + host, Map.of("SPARKCCL_HOST_ID", "host-" + host),
+                        "org.apache.spark.deploy.worker.Worker", masterUrl, "--host", "127.0.0.1", "--webui-port", "0",
+                        "--cores", "2", "--memory", "2g", "--work-dir", home.resolve("work/" + host).toString());
+                awaitLog("worker-" + host, worker, Pattern.compile("Successfully registered with master"), WORKER_REGISTER_S);
+            }
+            String[] cluster = {"--master", masterUrl, "--deploy-mode", "client",
+                "--conf", "spark.plugins=org.sparkccl.spark.SparkCclPlugin",
+                "--conf", "spark.executor.cores=1",
+                "--conf", "spark.cores.max=4",
+                "--conf", "spark.executor.memory=512m",
+                "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+                "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.driver.host=127.0.0.1",
+                "--conf", "spark.sql.shuffle.partitions=4",
+                "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s",
+                "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures=120",
+                "--conf", "spark.sparkccl.timeoutMs=120000",
+                "--conf", "spark.sparkccl.socketAddress=127.0.0.1",
+                "--conf", "spark.sparkccl.debug=INFO",
+                "--conf", "spark.sparkccl.debugSubsys=INIT,NET"};
+
+            // One application (one set of executors to start): the check, then TrainJob as it is.
+            String driver = submit("check-and-train", cluster, "org.sparkccl.spark.bench.SparkCollectiveCheck", appJar,
+                    "--ranks", "4", "--", "--ranks", "4", "--steps", "30", "--log-every", "10", "--reference");
+            Matcher total = Pattern.compile("collective check: 4 ranks, (\\d+) cases each, (\\d+) wrong elements").matcher(driver);
+            assertTrue(total.find(), "the check's total line" + logs("check-and-train"));
+            assertEquals("0", total.group(2), "wrong elements" + logs("check-and-train"));
+
+            String executor = executorLogs();
+            for (String host : List.of("host-a", "host-b")) {
+                assertTrue(executor.contains("pretend:" + host), "ranks ran on " + host + logs());
+            }
+            assertTrue(executor.contains("two-level (shared memory inside a host, TCP across)"), "two-level" + logs());
+            assertTrue(Pattern.compile("Channel \\d+ : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via NET/Socket").matcher(executor).find(),
+                    "the hop between hosts is TCP" + logs());
+            assertTrue(Pattern.compile("Channel \\d+ : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via SHM").matcher(executor).find(),
+                    "the hop inside a host is shared memory" + logs());
+
+            Matcher reference = Pattern.compile("largest relative loss difference over (\\d+) steps: ([0-9.eE+-]+)")
+                    .matcher(driver);
+            assertTrue(reference.find(), "TrainJob's reference line" + logs("check-and-train"));
+            double diff = Double.parseDouble(reference.group(2));
+            System.out.println("StandaloneClusterIT two hosts: " + total.group(1) + " cases per rank, 0 wrong; TrainJob"
+                    + " against one process: largest relative loss difference " + diff);
+            assertTrue(diff < 1e-4, "distributed and single-process loss curves differ by " + diff);
+        } finally {
+            for (int i = daemons.size() - 1; i >= 0; i--) {
+                stop(daemons.get(i));
+            }
+            daemons.clear();
+        }
+    }
+
+    /** spark-submit of {@code mainClass} from the application jar; returns the driver's output once it ended well. */
+    private String submit(String name, String[] cluster, String mainClass, Path appJar, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("-Xmx1g", "org.apache.spark.deploy.SparkSubmit"));
+        command.addAll(Arrays.asList(cluster));
+        command.addAll(List.of("--class", mainClass, appJar.toString()));
+        command.addAll(Arrays.asList(args));
+        Process driver = launch(name, Map.of(), command.toArray(new String[0]));
+        try {
+            if (!driver.waitFor(2 * SUBMIT_S, TimeUnit.SECONDS)) {
+                fail(name + ": spark-submit did not end within " + 2 * SUBMIT_S + " s" + logs(name));
+            }
+            assertEquals(0, driver.exitValue(), name + ": spark-submit's exit code" + logs(name));
+            return Files.readString(home.resolve("logs/" + name + ".log"));
+        } finally {
+            stop(driver);
+        }
+    }
+
     /** SPARK_HOME as a distribution lays it out: jars/ (links to the local repository's jars), conf/, RELEASE. */
     private void sparkHome(Path classpathFile) throws IOException {
         if (Files.exists(home)) {
@@ -193,9 +283,14 @@ class StandaloneClusterIT {
     }
 
     private Process start(String name, String mainClass, String... args) throws IOException {
+        return start(name, Map.of(), mainClass, args);
+    }
+
+    /** As {@link #start(String, String, String...)}, with {@code env} added to the environment. */
+    private Process start(String name, Map<String, String> env, String mainClass, String... args) throws IOException {
         List<String> all = new ArrayList<>(List.of("-Xmx256m", mainClass));
         all.addAll(Arrays.asList(args));
-        Process p = launch(name, all.toArray(new String[0]));
+        Process p = launch(name, env, all.toArray(new String[0]));
         daemons.add(p);
         // Should this JVM end before the finally block runs (killed by a timeout), take the tree along.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -210,6 +305,10 @@ class StandaloneClusterIT {
      * (stdout and stderr) to logs/NAME.log.
      */
     private Process launch(String name, String... args) throws IOException {
+        return launch(name, Map.of(), args);
+    }
+
+    private Process launch(String name, Map<String, String> env, String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-cp");
@@ -223,6 +322,7 @@ class StandaloneClusterIT {
         pb.environment().put("SPARK_SCALA_VERSION", "2.13");
         pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
         pb.environment().put("SPARK_CONF_DIR", home.resolve("conf").toString());
+        pb.environment().putAll(env);
         return pb.start();
     }
 
@@ -284,9 +384,13 @@ class StandaloneClusterIT {
 
     /** The tails of every log, for a failure's message. */
     private String logs() {
+        return logs("driver");
+    }
+
+    private String logs(String driver) {
         StringBuilder out = new StringBuilder("\n");
         try {
-            for (String name : List.of("master", "worker", "driver")) {
+            for (String name : List.of("master", "worker", "worker-a", "worker-b", driver)) {
                 Path log = home.resolve("logs/" + name + ".log");
                 out.append("\n==> ").append(name).append(".log <==\n").append(tail(Files.exists(log) ? Files.readString(log) : "", 40));
             }

@@ -42,6 +42,16 @@ public final class Params {
                     + " holds only one rank of the communicator", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
     public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
             "1 disables the shared-memory transport", Params::parseBoolean);
+    public static final Param<String> HOST_ID = define("HOST_ID", "",
+            "this process's host id, instead of host name and kernel boot id: ranks with different ids are taken to"
+                    + " be on different machines (sockets between them, never shared memory). Set per executor (the"
+                    + " worker's environment) to pretend that executors of one machine are on several", s -> s.trim());
+    public static final Param<Integer> SOCKET_CONNECTIONS = define("SOCKET_CONNECTIONS", 2,
+            "TCP connections per ring neighbour for the socket transport; steps go round them, so several fill a"
+                    + " link that one connection (one core's copies) cannot", Params::parsePositive);
+    public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
+            "address this rank listens on and tells its peers for the socket transport; empty: the first address"
+                    + " of an interface that is up and not loopback (loopback where there is none)", s -> s.trim());
     public static final Param<Boolean> NATIVE_COPY = define("NATIVE_COPY", true,
             "1 copies collective data of 32 KB and more with the C library's memcpy (through JNA), which writes"
                     + " cache lines that other cores hold without reading them first; 0 uses the JVM's copy."
@@ -201,6 +211,14 @@ public final class Params {
         Param<T> p = new Param<>(name, defaultValue, description, parser);
         ALL.add(p);
         return p;
+    }
+
+    static int parsePositive(String s) {
+        int v = Integer.parseInt(s.trim());
+        if (v < 1) {
+            throw new IllegalArgumentException("must be 1 or more, not " + v);
+        }
+        return v;
     }
 
     public static boolean parseBoolean(String s) {

@@ -5,6 +5,7 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import org.sparkccl.core.param.Params;
 
 /**
  * Where this process runs: a host id that differs between machines (and containers with their own
@@ -18,8 +19,25 @@ public final class HostIdentity {
     private HostIdentity() {
     }
 
-    /** Host name plus kernel boot id: equal for processes of one machine, different across machines. */
+    /**
+     * Host name plus kernel boot id (equal for processes of one machine, different across machines),
+     * unless {@code SPARKCCL_HOST_ID} (or {@code -Dsparkccl.hostId}) names another: see {@link #hostId(Params)}.
+     */
     public static String hostId() {
+        return hostId(Params.fromEnvironment());
+    }
+
+    /**
+     * {@link Params#HOST_ID} where set, else this machine's id. The setting lets tests (and odd setups)
+     * pretend that processes of one machine run on different hosts: they then talk through sockets.
+     */
+    public static String hostId(Params params) {
+        String pretend = params.get(Params.HOST_ID);
+        return pretend.isEmpty() ? machineId() : "pretend:" + pretend;
+    }
+
+    /** Host name plus kernel boot id, whatever the settings say. */
+    public static String machineId() {
         String host;
         try {
             host = InetAddress.getLocalHost().getHostName();

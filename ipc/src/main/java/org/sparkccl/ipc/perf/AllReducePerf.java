@@ -163,8 +163,15 @@ public final class AllReducePerf implements Callable<Integer> {
     Integer channels;
 
     @Option(names = "--transport", defaultValue = "auto", paramLabel = "NAME",
-            description = "auto, shm or socket; default ${DEFAULT-VALUE}")
+            description = "auto (shared memory on one host, TCP across hosts), shm, or socket (TCP between every"
+                    + " pair of neighbours, as SPARKCCL_SHM_DISABLE=1); default ${DEFAULT-VALUE}")
     String transport;
+
+    @Option(names = "--pretend-hosts", defaultValue = "0", paramLabel = "H",
+            description = "CPU only: rank r says it runs on host r * H / ranks (SPARKCCL_HOST_ID), so ranks of this"
+                    + " machine form H hosts: with --transport auto the two-level all-reduce (shared memory inside a"
+                    + " host, TCP across); 0: the real host; default ${DEFAULT-VALUE}")
+    int pretendHosts;
 
     @Option(names = "--device", defaultValue = "auto", paramLabel = "KIND",
             description = "cpu (host memory), gpu (rank r on GPU r mod the visible GPUs) or auto: gpu where GPUs"
@@ -279,10 +286,15 @@ public final class AllReducePerf implements Callable<Integer> {
                 break;
             default: throw bad("--bind-to takes core, none or auto, got '" + bindTo + "'");
         }
+        if (pretendHosts < 0 || pretendHosts > ranks || pretendHosts > 0 && device.equalsIgnoreCase("gpu")) {
+            throw bad("--pretend-hosts takes 0 .. -g (" + ranks + "), on the CPU only, got " + pretendHosts);
+        }
+        if (pretendHosts > 0 && transport.equalsIgnoreCase("shm")) {
+            throw bad("--pretend-hosts needs --transport auto or socket: shared memory alone cannot cross hosts");
+        }
         switch (transport.toLowerCase(Locale.ROOT)) {
             case "auto": case "shm": break;
-            case "socket": throw bad("--transport socket is not available yet: the socket transport comes with "
-                    + "multi-host support; use --transport shm (or auto) for ranks of one host");
+            case "socket": break;
             default: throw bad("--transport takes auto, shm or socket, got '" + transport + "'");
         }
     }
@@ -306,6 +318,9 @@ public final class AllReducePerf implements Callable<Integer> {
     private int runRank(LaunchedRank me, List<DataType> types, List<ReduceOp> ops) {
         int cores = Runtime.getRuntime().availableProcessors(); // before binding narrows this thread's view
         Params params = params();
+        if (pretendHosts > 0) {
+            params = params.withOverrides(Map.of("SPARKCCL_HOST_ID", "perf-host-" + me.rank() * pretendHosts / ranks));
+        }
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
             int ordinal = gpu ? me.rank() % Math.min(ranks, GpuSupport.deviceCount()) : me.rank();
@@ -358,7 +373,14 @@ public final class AllReducePerf implements Callable<Integer> {
         if (algo != null) {
             overrides.put("SPARKCCL_ALGO", algo);
         }
-        return Params.fromEnvironment().withOverrides(overrides);
+        if (transport.equalsIgnoreCase("socket")) {
+            overrides.put("SPARKCCL_SHM_DISABLE", "1");
+        }
+        Params environment = Params.fromEnvironment();
+        if (!environment.isSet(Params.SOCKET_ADDRESS)) {
+            overrides.put("SPARKCCL_SOCKET_ADDRESS", "127.0.0.1"); // every rank is a process of this host
+        }
+        return environment.withOverrides(overrides);
     }
 
     private Communicator communicator(Bootstrap bootstrap, Params params) {
@@ -511,7 +533,10 @@ public final class AllReducePerf implements Callable<Integer> {
 
         private String describeSettings() {
             Params p = params();
-            return "transport " + transport + ", proto " + p.get(Params.PROTO) + ", channels "
+            return "transport " + transport + " (engine " + comm.getClass().getSimpleName()
+                    + (pretendHosts > 0 ? ", " + pretendHosts + " pretend hosts" : "")
+                    + (comm.getClass().getSimpleName().startsWith("Host") ? "" : ", " + p.get(Params.SOCKET_CONNECTIONS)
+                    + " TCP connection(s) per neighbour") + "), proto " + p.get(Params.PROTO) + ", channels "
                     + (p.get(Params.NCHANNELS) > 0 ? p.get(Params.NCHANNELS) : 1)
                     + (register == 1 ? ", buffers shared (-R 1)" : "");
         }

@@ -37,22 +37,7 @@ class MultiProcessFaultTest {
                 .timeout(Duration.ofMinutes(3))
                 .run();
 
-        assertEquals(victim, result.failedRank(), result.failure());
-        assertTrue(result.failure().contains("killed by signal 9 (SIGKILL)"), result.failure());
-        long killedAt = Long.parseLong(find(lines, victim, "KILLING ").split(" ")[1]);
-        for (int r = 0; r < n; r++) {
-            if (r == victim) {
-                continue;
-            }
-            String caught = find(lines, r, "CAUGHT ");
-            String[] parts = caught.split(" ", 4);
-            long latency = Long.parseLong(parts[1]) - killedAt;
-            System.out.println("rank " + r + " failed " + latency + " ms after rank " + victim + " was killed: " + parts[3]);
-            assertEquals(Integer.toString(victim), parts[2], "rank " + r + " names the dead rank: " + caught);
-            assertTrue(parts[3].contains("rank " + victim), caught);
-            assertTrue(latency < DETECTION_BOUND_MS, "rank " + r + " took " + latency + " ms to notice");
-            assertEquals(0, result.exitCode(r), "rank " + r + " exit code");
-        }
+        RankLines.assertSurvivorsNamed(result, lines, n, victim, DETECTION_BOUND_MS);
         assertEquals(List.of(), DevShm.leftoversOf(result));
     }
 
@@ -69,24 +54,18 @@ class MultiProcessFaultTest {
                 .run();
         for (int r = 0; r < n; r++) {
             for (String variant : new String[] {"count", "type"}) {
-                String caught = find(lines, r, "CAUGHT " + variant + " ");
+                String caught = RankLines.find(lines, r, "CAUGHT " + variant + " ");
                 System.out.println("rank " + r + ": " + caught);
             }
         }
         assertTrue(result.succeeded(), result.failure());
         // The two ranks that compare headers with the odd one out name both calls.
         for (int r : new int[] {0, n - 1}) {
-            String count = find(lines, r, "CAUGHT count ");
+            String count = RankLines.find(lines, r, "CAUGHT count ");
             assertTrue(count.contains("collective mismatch") && count.contains("1000") && count.contains("1001"), count);
-            String type = find(lines, r, "CAUGHT type ");
+            String type = RankLines.find(lines, r, "CAUGHT type ");
             assertTrue(type.contains("collective mismatch") && type.contains("float") && type.contains("int32"), type);
         }
         assertEquals(List.of(), DevShm.leftoversOf(result));
-    }
-
-    private static String find(Map<Integer, List<String>> lines, int rank, String prefix) {
-        return lines.getOrDefault(rank, List.of()).stream().filter(l -> l.startsWith(prefix)).findFirst()
-                .orElseThrow(() -> new AssertionError("rank " + rank + " printed no '" + prefix + "' line; it printed: "
-                        + lines.getOrDefault(rank, List.of())));
     }
 }

@@ -48,9 +48,9 @@ class AllReducePerfTest {
             assertEquals(2, gpu.code);
             assertTrue(gpu.err.contains("--device gpu: ") && gpu.err.contains("use --device cpu"), gpu.err);
         }
-        Run socket = run("--transport", "socket");
-        assertEquals(2, socket.code);
-        assertTrue(socket.err.contains("--transport socket is not available yet"), socket.err);
+        Run pretend = run("-g", "2", "--transport", "shm", "--pretend-hosts", "2");
+        assertEquals(2, pretend.code);
+        assertTrue(pretend.err.contains("--pretend-hosts needs --transport auto or socket"), pretend.err);
         Run perGpu = run("--device", "cpu", "--ranks-per-gpu", "2");
         assertEquals(2, perGpu.code);
         assertTrue(perGpu.err.contains("--ranks-per-gpu needs --device gpu"), perGpu.err);
@@ -99,6 +99,20 @@ class AllReducePerfTest {
         assertTrue(r.out.contains("# plot: " + plot), r.out);
         java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(plot.toFile());
         assertEquals(org.sparkccl.ipc.plot.Charts.WIDTH, image.getWidth(), "a PNG of the chart's size");
+    }
+
+    @Test
+    void socketTransportBetweenTheRankProcesses() {
+        Run r = run("-g", "2", "--transport", "socket", "-b", "1K", "-e", "256K", "-f", "16", "-n", "2", "-w", "1",
+                "-c", "1");
+        assertEquals(0, r.code, r.err);
+        assertTrue(r.out.contains("transport socket (engine SocketCommunicator, 2 TCP connection(s) per neighbour)"), r.out);
+        List<String[]> rows = rows(r.out);
+        assertEquals(List.of("1024", "16384", "262144"), rows.stream().map(c -> c[0]).collect(Collectors.toList()));
+        for (String[] row : rows) {
+            assertEquals("0", row[8], Arrays.toString(row));
+            assertEquals("0", row[12], Arrays.toString(row));
+        }
     }
 
     @Test

@@ -59,7 +59,8 @@ public interface StepCollectives {
             public HostMemorySource gradientMemory() {
                 // A host communicator's shared buffers: large gradient all-reduces then read the
                 // peers' buffers in place (the direct all-reduce) instead of staging every byte.
-                return comm.memoryKind() == MemoryKind.HOST ? new SharedHostMemorySource(comm)
+                // Over TCP alone (one rank per host) there are none.
+                return comm.memoryKind() == MemoryKind.HOST && comm.canAllocateShared() ? new SharedHostMemorySource(comm)
                         : HostMemorySources.preferred();
             }
         };

@@ -1,0 +1,314 @@
+package org.sparkccl.core.net;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.agrona.UnsafeApi;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.Communicator;
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.HostStagingBuffer;
+import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.MemoryKind;
+import org.sparkccl.core.PeerFailedException;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.StagingBuffer;
+import org.sparkccl.core.copy.BulkCopy;
+import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.log.Subsys;
+import org.sparkccl.core.param.Params;
+import org.sparkccl.core.proto.CollectiveHeader;
+import org.sparkccl.core.proto.CollectiveHeader.Kind;
+import org.sparkccl.core.proto.Protocol;
+import org.sparkccl.core.ring.RingCollectives;
+import org.sparkccl.core.transport.RankInfo;
+import org.sparkccl.core.wait.WaitLoop;
+
+/**
+ * The host engine over TCP: a group of ranks (any hosts) in one ring, each rank linked to its
+ * successor by {@link Params#SOCKET_CONNECTIONS} connections ({@link SocketRing}), running
+ * {@link RingCollectives} on {@link SocketPrimitives}. Every collective first sends its 32-byte
+ * header round the ring, so that ranks whose calls differ fail (a failing rank's abort travels on
+ * round the ring with its message). Ranks are numbered by their place in the group.
+ */
+public final class SocketCommunicator implements Communicator {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
+    /** Slots per link FIFO: with the slot size, how far a sender may run ahead of its successor. */
+    static final int STEPS = 4;
+    private final int rank;
+    private final int size;
+    private final int[] group;
+    private final CclLog log;
+    private SocketRing ring;
+    private WaitLoop wait;
+    private SocketPrimitives primitives;
+    /** This rank's header and its outer call's, then the predecessor's two. */
+    private final long headerScratch = UnsafeApi.allocateMemory(4L * CollectiveHeader.BYTES);
+    private int sequence;
+    private CollectiveHeader outer;
+    private String brokenBy;
+    private boolean closed;
+
+    /** One collective's ring work, given the primitives and the chunk size in elements. */
+    @FunctionalInterface
+    private interface RingWork {
+        void run(SocketPrimitives p, long chunkElems);
+    }
+
+    private SocketCommunicator(int rank, int[] group, CclLog log) {
+        this.rank = rank;
+        this.size = group.length;
+        this.group = group.clone();
+        this.log = log;
+    }
+
+    /**
+     * Builds the ring of {@code group} (global ranks, in ring order; this rank is among them) from the
+     * bootstrap round's descriptions {@code all}, over {@code listener} (started). {@code tag} tells
+     * this ring's connections from other rings of the same ranks. Collective: every rank of the group.
+     */
+    public static SocketCommunicator create(SocketListener listener, RankInfo[] all, int myGlobalRank, int[] group,
+                                            int tag, Params params, BooleanSupplier cancelled) {
+        int pos = indexOf(group, myGlobalRank);
+        SocketCommunicator comm = new SocketCommunicator(pos, group, new CclLog(myGlobalRank, params));
+        try {
+            comm.connect(listener, all, myGlobalRank, tag, params, cancelled);
+            return comm;
+        } catch (RuntimeException e) {
+            comm.close();
+            throw e;
+        }
+    }
+
+    private void connect(SocketListener listener, RankInfo[] all, int me, int tag, Params params,
+                         BooleanSupplier cancelled) {
+        if (size == 1) {
+            return;
+        }
+        int connections = params.get(Params.SOCKET_CONNECTIONS);
+        int slotBytes = (int) Math.max(4096, Math.min(Integer.MAX_VALUE / 2, params.get(Params.BUFFSIZE) / STEPS)) & ~63;
+        long timeoutMs = params.get(Params.TIMEOUT_MS);
+        int next = group[(rank + 1) % size];
+        int prev = group[(rank + size - 1) % size];
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        ring = SocketRing.connect(listener, me, prev, next, NetRound.address(all[next]), tag, connections, STEPS,
+                slotBytes, deadline, cancelled);
+        // Ranks that outnumber the host's cores spin less, as on shared memory: here the links' I/O
+        // threads need the cores too.
+        int ranksOnHost = (int) java.util.Arrays.stream(all).filter(info -> info.sameHost(all[me])).count();
+        wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, ranksOnHost), timeoutMs, ring, cancelled);
+        primitives = new SocketPrimitives(ring, wait, slotBytes);
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i <= size; i++) {
+            text.append(i == 0 ? "" : " -> ").append(group[i % size]);
+        }
+        log.info(Subsys.GRAPH, "Ring %02d : %s over TCP", tag, text);
+        log.info(Subsys.NET, "Channel %02d : %d[%d] -> %d[%d] via NET/Socket (%d connection(s) to %s, %d x %d B slots"
+                        + " each)", tag, me, all[me].pid(), next, all[next].pid(), connections,
+                NetRound.address(all[next]), STEPS, slotBytes);
+    }
+
+    private static int indexOf(int[] group, int rank) {
+        for (int i = 0; i < group.length; i++) {
+            if (group[i] == rank) {
+                return i;
+            }
+        }
+        throw new IllegalArgumentException("rank " + rank + " is not in its own group " + java.util.Arrays.toString(group));
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+        return MemoryKind.HOST;
+    }
+
+    @Override
+    public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
+        int es = type.size();
+        run(Kind.ALL_REDUCE, type, op, 0, count, count * es, send, recv, (p, chunk) ->
+                RingCollectives.allReduce(p, send, recv, 0, count, es, size, rank, chunk));
+    }
+
+    @Override
+    public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op) {
+        int es = type.size();
+        int[] ring = identity();
+        run(Kind.REDUCE_SCATTER, type, op, 0, recvCount, recvCount * es, send, recv, (p, chunk) ->
+                RingCollectives.reduceScatter(p, send, recv, recvCount, 0, recvCount, es, ring, rank, chunk));
+    }
+
+    @Override
+    public void allGather(long send, long recv, long sendCount, DataType type) {
+        int es = type.size();
+        int[] ring = identity();
+        run(Kind.ALL_GATHER, type, ReduceOp.SUM, 0, sendCount, sendCount * es, send, recv, (p, chunk) ->
+                RingCollectives.allGather(p, send, recv, sendCount, 0, sendCount, es, ring, rank, chunk));
+    }
+
+    @Override
+    public void broadcast(long send, long recv, long count, DataType type, int root) {
+        checkRoot(rank, root, size);
+        int es = type.size();
+        run(Kind.BROADCAST, type, ReduceOp.SUM, root, count, count * es, send, recv, (p, chunk) ->
+                RingCollectives.broadcast(p, send, recv, 0, count, es, size, rank, root, chunk));
+    }
+
+    @Override
+    public void barrier() {
+        try (HostStagingBuffer token = new HostStagingBuffer(4)) {
+            UnsafeApi.putInt(token.address(), 1);
+            run(Kind.BARRIER, DataType.INT32, ReduceOp.SUM, 0, 1, 4, token.address(), token.address(), (p, chunk) ->
+                    RingCollectives.allReduce(p, token.address(), token.address(), 0, 1, 4, size, rank, 1));
+        }
+    }
+
+    @Override
+    public StagingBuffer allocateStaging(long bytes) {
+        return new HostStagingBuffer(bytes);
+    }
+
+    /**
+     * One collective: the header round the ring, then the ring work. {@code localBytes} is what a
+     * single rank copies from {@code send} to {@code recv} (all the work there is with one rank).
+     */
+    private void run(Kind kind, DataType type, ReduceOp op, int root, long count, long localBytes, long send, long recv,
+                     RingWork work) {
+        ensureUsable();
+        if (count < 0) {
+            throw new IllegalArgumentException("rank " + rank + ": negative element count " + count);
+        }
+        if (size == 1) {
+            if (send != recv && localBytes > 0) {
+                BulkCopy.copy(send, recv, localBytes);
+            }
+            return;
+        }
+        CollectiveHeader mine = new CollectiveHeader(++sequence, kind, type, op, Protocol.SIMPLE, root, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s over TCP", mine.describe());
+        }
+        try {
+            wait.startCollective(mine);
+            CollectiveHeader outerCall = outer;
+            outer = null;
+            int h = CollectiveHeader.BYTES;
+            mine.write(headerScratch);
+            if (outerCall != null) {
+                outerCall.write(headerScratch + h);
+            } else {
+                UnsafeApi.setMemory(headerScratch + h, h, (byte) 0);
+            }
+            primitives.begin(DataType.UINT8, ReduceOp.SUM, size);
+            primitives.send(headerScratch, 2L * h);
+            primitives.recv(headerScratch + 2L * h, 2L * h);
+            CollectiveHeader theirs = CollectiveHeader.read(headerScratch + 2L * h);
+            if (!mine.sameCall(theirs)) {
+                throw mismatch(mine.describe(), theirs == null ? "something unreadable" : theirs.describe());
+            }
+            if (!CollectiveHeader.sameBytes(headerScratch + h, headerScratch + 3L * h)) {
+                CollectiveHeader theirOuter = CollectiveHeader.read(headerScratch + 3L * h);
+                throw mismatch(outerCall == null ? "a collective of this communicator" : "two-level " + outerCall.describe(),
+                        theirOuter == null ? "a collective of its own communicator" : "two-level " + theirOuter.describe());
+            }
+            primitives.begin(type, op, size);
+            // Half of what may be in flight towards the successor: a sender never needs more before it receives.
+            long chunkBytes = Math.max(type.size(), primitives.capacityBytes() / 2);
+            work.run(primitives, chunkBytes / type.size());
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
+    /**
+     * The two-level call that this rank's next collective here is part of: sent round the ring with
+     * that collective's own header and compared too, so that hosts whose calls differ fail even
+     * where the parts they run here happen to match.
+     */
+    void partOf(CollectiveHeader outerCall) {
+        this.outer = outerCall;
+    }
+
+    private CclException mismatch(String mine, String theirs) {
+        return new CclException("rank " + group[rank] + ": collective mismatch: this rank called " + mine + " but rank "
+                + ring.prev + " (its ring predecessor over TCP) called " + theirs + "; every rank must make the same"
+                + " collective calls, in the same order, with the same count, type and op");
+    }
+
+    private int[] identity() {
+        int[] ring = new int[size];
+        for (int i = 0; i < size; i++) {
+            ring[i] = i;
+        }
+        return ring;
+    }
+
+    private void ensureUsable() {
+        ensureUsable(rank, closed, brokenBy);
+    }
+
+    /** Throws where a communicator of this package is closed, or broken by an earlier failure ({@code brokenBy}). */
+    static void ensureUsable(int rank, boolean closed, String brokenBy) {
+        if (closed) {
+            throw new CclException("rank " + rank + ": communicator is closed");
+        }
+        if (brokenBy != null) {
+            throw new CclException("rank " + rank + ": communicator is unusable after an earlier failure (" + brokenBy
+                    + "); close it and build a new one");
+        }
+    }
+
+    static void checkRoot(int rank, int root, int size) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("rank " + rank + ": broadcast root " + root + " is not a rank of 0.." + (size - 1));
+        }
+    }
+
+    /**
+     * Marks this communicator failed and tells the ring, after the data already sent, why: each rank
+     * then fails in turn with this message instead of waiting for its timeout.
+     */
+    public void abort(RuntimeException cause) {
+        if (brokenBy != null) {
+            return;
+        }
+        brokenBy = String.valueOf(cause.getMessage());
+        if (ring != null) {
+            int origin = cause instanceof PeerFailedException ? ((PeerFailedException) cause).failedRank() : group[rank];
+            ring.abort(origin, brokenBy);
+        }
+    }
+
+    /** Off-heap bytes of every socket link in this JVM not closed yet: tests assert it returns to 0. */
+    public static long outstandingBytesInJvm() {
+        return SocketLink.outstandingBytes();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            if (ring != null) {
+                ring.close();
+            }
+        } finally {
+            UnsafeApi.freeMemory(headerScratch);
+        }
+    }
+}

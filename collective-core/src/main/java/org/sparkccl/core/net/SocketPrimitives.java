@@ -1,0 +1,145 @@
+package org.sparkccl.core.net;
+
+import org.sparkccl.core.DataType;
+import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.copy.BulkCopy;
+import org.sparkccl.core.proto.Primitives;
+import org.sparkccl.core.reduce.Reduction;
+import org.sparkccl.core.wait.WaitLoop;
+
+/**
+ * The ring primitives over TCP ({@link SocketRing}): Simple's semantics with the slots in local
+ * FIFOs that the links' I/O threads move across. Step s of either direction uses link s mod k, so
+ * the bytes of one collective spread over every connection. A reduce step reduces the received
+ * slot and this rank's data straight into the outgoing slot; a receiver checks every slot's length
+ * against its own, so ranks that disagree about a collective fail instead of misreading data.
+ */
+public final class SocketPrimitives implements Primitives {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
+    private final SocketRing ring;
+    private final WaitLoop wait;
+    private final int slotBytes;
+    private final int links;
+    private long sendStep;
+    private long recvStep;
+    private DataType type = DataType.UINT8;
+    private ReduceOp op = ReduceOp.SUM;
+    private int nranks = 1;
+
+    SocketPrimitives(SocketRing ring, WaitLoop wait, int slotBytes) {
+        this.ring = ring;
+        this.wait = wait;
+        this.slotBytes = slotBytes;
+        this.links = ring.out.length;
+    }
+
+    @Override
+    public void begin(DataType type, ReduceOp op, int nranks) {
+        this.type = type;
+        this.op = op;
+        this.nranks = nranks;
+    }
+
+    /** Bytes one step carries. */
+    public int slotBytes() {
+        return slotBytes;
+    }
+
+    /** Slots that may be in flight towards the successor: a ring chunk must not need more before it receives. */
+    public long capacityBytes() {
+        return (long) slotBytes * links * ring.out[0].steps;
+    }
+
+    @Override
+    public void send(long src, long bytes) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            int n = piece(bytes, done);
+            BulkCopy.copy(src + done, acquireSend(), n);
+            publishSend(n);
+        }
+    }
+
+    @Override
+    public void recv(long dst, long bytes) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            int n = piece(bytes, done);
+            BulkCopy.copy(acquireRecv(n), dst + done, n);
+            releaseRecv();
+        }
+    }
+
+    @Override
+    public void recvReduceSend(long src, long bytes) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            int n = piece(bytes, done);
+            long in = acquireRecv(n);
+            Reduction.reduce(type, op, in, src + done, acquireSend(), n / type.size());
+            publishSend(n);
+            releaseRecv();
+        }
+    }
+
+    @Override
+    public void recvReduceCopySend(long src, long dst, long bytes, boolean finish) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            int n = piece(bytes, done);
+            reduceInto(src + done, dst + done, n, finish);
+            BulkCopy.copy(dst + done, acquireSend(), n);
+            publishSend(n);
+        }
+    }
+
+    @Override
+    public void recvReduceCopy(long src, long dst, long bytes, boolean finish) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            reduceInto(src + done, dst + done, piece(bytes, done), finish);
+        }
+    }
+
+    @Override
+    public void recvCopySend(long dst, long bytes) {
+        for (long done = 0; done < bytes; done += slotBytes) {
+            int n = piece(bytes, done);
+            long in = acquireRecv(n);
+            BulkCopy.copy(in, acquireSend(), n);
+            publishSend(n);
+            BulkCopy.copy(in, dst + done, n);
+            releaseRecv();
+        }
+    }
+
+    private void reduceInto(long src, long dst, int n, boolean finish) {
+        long count = n / type.size();
+        Reduction.reduce(type, op, acquireRecv(n), src, dst, count);
+        releaseRecv();
+        if (finish && op == ReduceOp.AVG) {
+            Reduction.divide(type, dst, count, nranks);
+        }
+    }
+
+    private int piece(long bytes, long done) {
+        return (int) Math.min(slotBytes, bytes - done);
+    }
+
+    private long acquireSend() {
+        return ring.out[(int) (sendStep % links)].acquire(wait, sendStep);
+    }
+
+    private void publishSend(int n) {
+        ring.out[(int) (sendStep % links)].publish(n);
+        sendStep++;
+    }
+
+    private long acquireRecv(int expectedBytes) {
+        return ring.in[(int) (recvStep % links)].acquire(wait, recvStep, expectedBytes);
+    }
+
+    private void releaseRecv() {
+        ring.in[(int) (recvStep % links)].release();
+        recvStep++;
+    }
+}

@@ -1,0 +1,88 @@
+package org.sparkccl.core.net;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataOutputStream;
+import java.net.Socket;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.ReduceOp;
+import org.sparkccl.core.log.CclLog;
+import org.sparkccl.core.param.Params;
+
+/** Mismatched calls, a rank that leaves, and connections without the communicator's secret. */
+class SocketFailureTest {
+
+    @AfterEach
+    void nothingLeaked() {
+        SocketRanks.assertNothingLeaked();
+    }
+
+    @ParameterizedTest(name = "{0} ranks, {1} per host")
+    @CsvSource({"3, 1", "4, 2"})
+    void aMismatchFailsOnEveryRank(int n, int perHost) throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        long start = System.nanoTime();
+        SocketRanks.run(n, r -> "host" + (r / perHost), Map.of(), comm -> {
+            comm.allReduce(new float[1000], ReduceOp.SUM); // a good call first
+            float[] data = new float[comm.rank() == 1 ? 1001 : 1000];
+            CclException e = assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM));
+            errors.put(comm.rank(), e.getMessage());
+        });
+        assertEquals(n, errors.size(), "every rank fails: " + errors);
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("mismatch") && m.contains("1001")), errors.toString());
+        assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
+    }
+
+    @Test
+    void aRankThatLeavesIsNamedAtOnce() throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        long start = System.nanoTime();
+        SocketRanks.run(3, r -> "host" + r, Map.of(), comm -> {
+            float[] data = new float[100_000];
+            comm.allReduce(data, ReduceOp.SUM);
+            if (comm.rank() != 2) {
+                errors.put(comm.rank(), assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM)).getMessage());
+            }
+        });
+        assertEquals(2, errors.size(), errors.toString());
+        assertTrue(errors.get(0).contains("rank 2"), errors.get(0));
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("closed its communicator")), errors.toString());
+        assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
+    }
+
+    @Test
+    void aConnectionWithoutTheSecretIsRefusedNamingWhy() throws Exception {
+        Params params = SocketRanks.params("h", Map.of());
+        try (SocketListener listener = SocketListener.open(0, params, new CclLog(0, params))) {
+            byte[][] shares = {SocketListener.newSecretShare(), SocketListener.newSecretShare()};
+            listener.start(shares);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            byte[] wrong = SocketHandshake.communicatorSecret(new byte[][] {SocketListener.newSecretShare()});
+            CclException refused = assertThrows(CclException.class,
+                    () -> SocketListener.connect(listener.address(), wrong, 0, 1, 0, 0, deadline));
+            assertTrue(refused.getMessage().contains("wrong secret"), refused.getMessage());
+
+            try (Socket stranger = new Socket(listener.address().getAddress(), listener.address().getPort())) {
+                new DataOutputStream(stranger.getOutputStream()).writeBytes("GET / HTTP/1.0\r\n\r\n");
+                assertTrue(stranger.getInputStream().readAllBytes().length > 0, "the stranger is told why");
+            }
+            // The real rank still gets in, and the listener hands its connection over.
+            try (java.nio.channels.SocketChannel ok = SocketListener.connect(listener.address(), listener.secret(), 0, 1,
+                    0, 0, deadline);
+                 java.nio.channels.SocketChannel taken = listener.take(0, 1, 0, deadline, () -> false)) {
+                assertTrue(ok.isConnected() && taken.isConnected());
+            }
+            assertEquals(2, listener.refusals().size(), listener.refusals().toString());
+            assertTrue(listener.refusals().get(1).contains("not a sparkccl"), listener.refusals().toString());
+        }
+    }
+}
