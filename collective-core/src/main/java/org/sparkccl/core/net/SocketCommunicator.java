@@ -277,6 +277,13 @@ public final class SocketCommunicator implements Communicator {
         }
     }
 
+    @Override
+    public void abort(String reason) {
+        if (!closed) {
+            abort(new CclException("rank " + rank() + ": " + reason));
+        }
+    }
+
     /**
      * Marks this communicator failed and tells the ring, after the data already sent, why: each rank
      * then fails in turn with this message instead of waiting for its timeout.

@@ -329,6 +329,13 @@ public final class TwoLevelCommunicator implements Communicator {
         }
     }
 
+    @Override
+    public void abort(String reason) {
+        if (!closed) {
+            abort(new CclException("rank " + rank() + ": " + reason));
+        }
+    }
+
     /**
      * One level failed (errors here name global ranks): the other level's peers, who may be waiting
      * on this rank there, learn it too.

@@ -59,6 +59,27 @@ class SocketFailureTest {
         assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
     }
 
+    /** Spark's task-failure listener calls abort(reason) on a rank killed between collectives. */
+    @ParameterizedTest(name = "{0} ranks, {1} per host")
+    @CsvSource({"3, 1", "4, 2"})
+    void aRankAbortedBetweenCollectivesIsNamedWithItsReason(int n, int perHost) throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        long start = System.nanoTime();
+        SocketRanks.run(n, r -> "host" + (r / perHost), Map.of(), comm -> {
+            float[] data = new float[50_000];
+            comm.allReduce(data, ReduceOp.SUM);
+            if (comm.rank() == 1) {
+                comm.abort("task 7 was killed by Spark (test)");
+            } else {
+                errors.put(comm.rank(), assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM)).getMessage());
+            }
+        });
+        assertEquals(n - 1, errors.size(), errors.toString());
+        assertTrue(errors.values().stream().allMatch(m -> m.contains("rank 1")), errors.toString());
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("killed by Spark (test)")), errors.toString());
+        assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
+    }
+
     @Test
     void aConnectionWithoutTheSecretIsRefusedNamingWhy() throws Exception {
         Params params = SocketRanks.params("h", Map.of());
