@@ -122,6 +122,8 @@ public final class GpuCommunicator implements Communicator {
     private String gateId;
     /** Ranks of this process on this GPU launch together (null when no other rank here shares it). */
     private SharedGpuLaunchGate launchGate;
+    /** Some process holds several ranks of this communicator on one GPU (the same answer on every rank). */
+    private boolean someProcessSharesAGpu;
     private int ranksInProcess;
     private long timeoutNs;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
@@ -246,6 +248,9 @@ public final class GpuCommunicator implements Communicator {
         int sharingGpu = 0;
         for (int r = 0; r < size; r++) {
             sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
+            for (int q = r + 1; q < size; q++) {
+                someProcessSharesAGpu |= infos[q].sameProcess(infos[r]) && gpus[q].sameGpu(gpus[r]);
+            }
         }
         warnAboutSharedQueues(sharingGpu);
         if (sharingGpu > 1) {
@@ -603,6 +608,19 @@ public final class GpuCommunicator implements Communicator {
     /** The GPU this rank runs on. */
     public CudaDevice device() {
         return device;
+    }
+
+    /**
+     * True where some process holds several ranks of this communicator on one GPU, false where each
+     * process's ranks have GPUs of their own; the same on every rank. Stream-ordered calls are not for
+     * such layouts: two ranks' streams of one context can land in one hardware queue (there are
+     * CUDA_DEVICE_MAX_CONNECTIONS of them), and then a rank's copy or kernel queued behind its peer's
+     * collective, which waits for that rank, never runs: on one H200, 2 ranks as threads, a stream-ordered
+     * reduce-scatter / all-gather / broadcast sequence hung in 1 of 3 runs of GpuStreamOrderedTest.
+     * Callers that choose between blocking and stream-ordered calls (GpuModelTrainer) ask this.
+     */
+    public boolean someProcessSharesAGpu() {
+        return someProcessSharesAGpu;
     }
 
     /** The stream collectives run on (non-blocking); copies that must order with them can use it. */

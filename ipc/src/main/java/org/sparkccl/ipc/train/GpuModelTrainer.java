@@ -27,9 +27,10 @@ import org.sparkccl.ipc.gpu.GpuCommunicator;
  * result.
  *
  * <p>Where the gradient has more than one bucket (the MLP: one per layer) and the communicator is the
- * GPU one, a step overlaps the all-reduce of the output layer's bucket with the backward pass of the
- * hidden layer, as PyTorch's DDP does: that bucket is all-reduced stream-ordered on a stream of its own
- * as soon as its gradient is computed, the hidden layer's once it is (see {@link #step}).
+ * GPU one (and no process holds two of its ranks on one GPU), a step overlaps the all-reduce of the
+ * output layer's bucket with the backward pass of the hidden layer, as PyTorch's DDP does: that
+ * bucket is all-reduced stream-ordered on a stream of its own as soon as its gradient is computed,
+ * the hidden layer's once it is (see {@link #step}).
  *
  * <p>Allocates all its device memory when opened and frees it on close: {@code cuMemFree} can wait
  * for the whole GPU, so a rank must close this only after its last collective (ranks of one process
@@ -100,8 +101,11 @@ public final class GpuModelTrainer implements AutoCloseable {
             this.logits = allocate((long) maxBatchRows * network.classes());
             this.losses = allocate(maxBatchRows);
             this.hostIo = ByteBuffer.allocateDirect(Math.max(maxBatchRows, 2) * FLOAT).order(ByteOrder.nativeOrder());
-            // The decision depends on the network and the engine only, so every rank makes the same collectives.
-            this.overlapComm = network.hasHiddenLayer() && comm instanceof GpuCommunicator gpu ? gpu : null;
+            // The decision depends on the network, the engine and the communicator's layout only (the same on
+            // every rank), so every rank makes the same collectives. Not where a process holds several ranks
+            // on one GPU: stream-ordered calls can deadlock there (GpuCommunicator.someProcessSharesAGpu).
+            this.overlapComm = network.hasHiddenLayer() && comm instanceof GpuCommunicator gpu
+                    && !gpu.someProcessSharesAGpu() ? gpu : null;
             this.bucketStream = overlapComm == null ? null : own(new CudaStream(device, where + " buckets"));
             this.bucketReady = overlapComm == null ? null : own(new CudaEvent(device, where));
         } catch (RuntimeException e) {
