@@ -19,9 +19,11 @@ import org.sparkccl.core.wait.WaitLoop;
 final class RecvLink extends SocketLink {
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
     private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(8);
+    private final String waitingForData;
 
     RecvLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
+        this.waitingForData = "data from " + peerName;
         start("sparkccl-rank" + rank + "-recv-from-" + peer);
     }
 
@@ -34,7 +36,7 @@ final class RecvLink extends SocketLink {
         if (tail.get() == h) {
             while (tail.get() == h) {
                 checkFailure();
-                wait.idle(peer, step, "data from " + peerName);
+                wait.idle(peer, step, waitingForData);
             }
             wait.done();
         }

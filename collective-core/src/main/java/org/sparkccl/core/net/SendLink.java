@@ -1,45 +1,84 @@
 package org.sparkccl.core.net;
 
 import java.io.IOException;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**
- * The sending side of one connection: the rank's thread fills slots ({@link #acquire}, {@link #publish}),
- * the writer thread sends them in order and frees them. After an abort it sends the abort frame once
- * every slot before it went out; on close, the close frame.
+ * The sending side of one connection: the rank's thread fills slots ({@link #acquire}, {@link #publish})
+ * and they go out in order. The rank's thread writes a published slot itself while the socket takes
+ * it (the usual case: the kernel's buffer has room), so a step costs no hand-off to another thread and
+ * its wake-up; what the socket does not take at once the writer thread sends when the socket has room.
+ * The channel is non-blocking so that the rank's thread never blocks in a write (a peer that stopped
+ * reading then still ends in the collective's timeout). After an abort the writer sends the abort
+ * frame once every slot before it went out; on close, the close frame.
  */
 final class SendLink extends SocketLink {
+    private static final long SELECT_MS = 100;
     private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(12);
+    private final ByteBuffer[] frame = new ByteBuffer[2];
+    /** Held by whichever thread writes to the channel: the rank's or the writer. */
+    private final AtomicBoolean writing = new AtomicBoolean();
+    private final Selector selector;
+    private final String waitingForRoom;
+    /** The slot whose frame is being written, or -1 when the next one starts fresh; under {@link #writing}. */
+    private long inFrame = -1;
     private volatile byte[] abortMessage;
     private volatile int abortOrigin;
 
     SendLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
+        this.waitingForRoom = "room to send to " + peerName;
+        try {
+            channel.configureBlocking(false);
+            // The largest send buffer Linux allows by default (net.core.wmem_max): a whole slot then fits,
+            // so the rank's thread sends it in one write instead of leaving the rest to the writer thread.
+            channel.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            selector = Selector.open();
+            channel.register(selector, SelectionKey.OP_WRITE);
+        } catch (IOException e) {
+            throw new PeerFailedException(peer, "rank " + rank + ": cannot set up the connection to " + peerName + " ("
+                    + e + "); every rank must start again with a new communicator");
+        }
         start("sparkccl-rank" + rank + "-send-to-" + peer);
     }
 
-    /** Address of the next slot to fill, once the writer has freed it. */
+    /** Address of the next slot to fill, once it was sent. */
     long acquire(WaitLoop wait, long step) {
         long t = tail.get();
         if (t - head.get() >= steps) {
             while (t - head.get() >= steps) {
                 checkFailure();
-                wait.idle(peer, step, "room to send to " + peerName);
+                wait.idle(peer, step, waitingForRoom);
             }
             wait.done();
         }
         return slotAddress(t);
     }
 
-    /** Hands the acquired slot, holding {@code bytes}, to the writer. */
+    /** Publishes the acquired slot, holding {@code bytes}: writes it now if the socket takes it, else leaves it to the writer. */
     void publish(int bytes) {
         long t = tail.get();
         lengths[(int) (t % steps)] = bytes;
         tail.set(t + 1);
+        if (writing.compareAndSet(false, true)) {
+            try {
+                if (sendPublished()) {
+                    return;
+                }
+            } catch (IOException | RuntimeException e) {
+                fail(e);
+            } finally {
+                writing.set(false);
+            }
+        }
         wakeIoThread();
     }
 
@@ -52,44 +91,105 @@ final class SendLink extends SocketLink {
         }
     }
 
+    /**
+     * Writes published slots while the socket takes them; true once all are sent, false when the
+     * socket is full. Only with {@link #writing} held.
+     */
+    private boolean sendPublished() throws IOException {
+        while (true) {
+            long h = head.get();
+            if (tail.get() == h) {
+                return true;
+            }
+            int s = (int) (h % steps);
+            if (inFrame != h) {
+                frameHeader.clear();
+                frameHeader.putInt(lengths[s]).flip();
+                frame[0] = frameHeader;
+                frame[1] = slots[s].clear().limit(lengths[s]);
+                inFrame = h;
+            }
+            channel.write(frame);
+            if (frame[1].hasRemaining()) {
+                return false;
+            }
+            inFrame = -1;
+            head.set(h + 1);
+        }
+    }
+
     @Override
     void run() {
         int idle = 0;
         try {
-            while (true) {
-                long h = head.get();
-                if (tail.get() == h) {
+            while (failure == null) {
+                if (tail.get() == head.get()) {
                     byte[] abort = abortMessage;
-                    if (abort != null) {
+                    if (abort != null && lock()) {
                         frameHeader.clear();
                         frameHeader.putInt(FRAME_ABORT).putInt(abortOrigin).putInt(abort.length).flip();
-                        writeFully(frameHeader, ByteBuffer.wrap(abort));
+                        writeAll(frameHeader, ByteBuffer.wrap(abort));
                         return;
                     }
-                    if (stopping) {
+                    if (stopping && lock()) {
                         frameHeader.clear();
                         frameHeader.putInt(FRAME_CLOSE).flip();
-                        writeFully(frameHeader);
+                        writeAll(frameHeader);
                         return;
                     }
                     ioIdle(idle++);
                     continue;
                 }
                 idle = 0;
-                int s = (int) (h % steps);
-                ByteBuffer data = slots[s];
-                data.clear().limit(lengths[s]);
-                frameHeader.clear();
-                frameHeader.putInt(lengths[s]).flip();
-                writeFully(frameHeader, data);
-                head.set(h + 1);
+                if (!writing.compareAndSet(false, true)) {
+                    Thread.onSpinWait(); // the rank's thread is writing
+                    continue;
+                }
+                boolean sent;
+                try {
+                    sent = sendPublished();
+                } finally {
+                    writing.set(false);
+                }
+                if (!sent) {
+                    selector.select(SELECT_MS);
+                    selector.selectedKeys().clear();
+                }
             }
         } catch (IOException | RuntimeException e) {
-            if (!stopping) {
-                failure = new PeerFailedException(peer, "rank " + rank + ": sending to " + peerName + " failed (" + e
-                        + "): that rank died, closed its communicator or its host dropped the connection; this"
-                        + " communicator is unusable: every rank must start again with a new one");
+            fail(e);
+        } finally {
+            closeSelector();
+        }
+    }
+
+    /** Takes the channel for a control frame, the last thing this link writes; false while the rank's thread writes. */
+    private boolean lock() {
+        return writing.compareAndSet(false, true);
+    }
+
+    private void writeAll(ByteBuffer... buffers) throws IOException {
+        while (buffers[buffers.length - 1].hasRemaining()) {
+            if (channel.write(buffers) == 0) {
+                selector.select(SELECT_MS);
+                selector.selectedKeys().clear();
             }
+        }
+    }
+
+    private void fail(Throwable e) {
+        if (!stopping && failure == null) {
+            failure = new PeerFailedException(peer, "rank " + rank + ": sending to " + peerName + " failed (" + e
+                    + "): that rank died, closed its communicator or its host dropped the connection; this"
+                    + " communicator is unusable: every rank must start again with a new one");
+        }
+    }
+
+    private void closeSelector() {
+        try {
+            selector.close();
+        } catch (IOException e) {
+            // nothing to do: the link is ending anyway
         }
     }
 }

@@ -104,12 +104,6 @@ abstract class SocketLink implements AutoCloseable {
         }
     }
 
-    final void writeFully(ByteBuffer... buffers) throws IOException {
-        while (buffers[buffers.length - 1].hasRemaining()) {
-            channel.write(buffers);
-        }
-    }
-
     final void readFully(ByteBuffer buffer) throws IOException {
         while (buffer.hasRemaining()) {
             if (channel.read(buffer) < 0) {
