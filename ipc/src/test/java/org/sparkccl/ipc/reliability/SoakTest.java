@@ -33,21 +33,24 @@ class SoakTest {
 
     @Test
     void twoHundredRandomCollectivesOnFourRanks() {
-        soak(200, 50);
+        soak("host", 4, 200, 50);
     }
 
     @Test
     @Tag("soak")
     void tenThousandRandomCollectivesOnFourRanks() {
-        soak(10_000, 1_000);
+        soak("host", 4, 10_000, 1_000);
     }
 
-    private static void soak(int calls, int sampleEvery) {
-        int n = 4;
+    /**
+     * Runs {@link SoakRank} in {@code mode} (host or gpu) on {@code n} processes and checks what every
+     * SHM and GPU soak must show; returns each rank's output lines for the caller's own checks.
+     */
+    static Map<Integer, List<String>> soak(String mode, int n, int calls, int sampleEvery) {
         long seed = System.nanoTime();
         Map<Integer, List<String>> lines = new ConcurrentHashMap<>();
         LaunchResult result = RankLauncher.of(n, SoakRank.class.getName())
-                .args(Long.toString(seed), Integer.toString(calls), Integer.toString(sampleEvery))
+                .args(mode, Long.toString(seed), Integer.toString(calls), Integer.toString(sampleEvery))
                 .jvmOptions("-XX:+UseSerialGC", "-Xmx256m")
                 .output(null, System.err)
                 .onLine((rank, stderr, line) -> lines.computeIfAbsent(rank, r -> new CopyOnWriteArrayList<>()).add(line))
@@ -60,7 +63,8 @@ class SoakTest {
             String rankDigest = only(mine, "DIGEST ", r);
             digest = digest == null ? rankDigest : digest;
             assertEquals(digest, rankDigest, "rank " + r + " got other results than rank 0");
-            assertEquals("LEFT 0 0", only(mine, "LEFT ", r), "rank " + r + ": staging and shm bytes left");
+            assertEquals("LEFT 0 0", only(mine, "LEFT ", r), "rank " + r + ": staging and shm (host) or device and pinned"
+                    + " (gpu) bytes left");
             List<long[]> samples = mine.stream().filter(l -> l.startsWith("SAMPLE ")).map(SoakTest::sample)
                     .collect(Collectors.toList());
             assertEquals(calls / sampleEvery, samples.size(), "rank " + r + " samples");
@@ -75,7 +79,9 @@ class SoakTest {
                     + last[2]);
         }
         assertEquals(List.of(), DevShm.leftoversOf(result));
-        System.out.println(calls + " random collectives on " + n + " ranks: all right, " + digest + " on every rank");
+        System.out.println(calls + " random collectives (" + mode + ") on " + n + " ranks: all right, " + digest
+                + " on every rank");
+        return lines;
     }
 
     /** {calls, fds, mappings, threads} of a {@code SAMPLE <calls> fds <n> mappings <n> threads <n>} line. */
@@ -88,7 +94,7 @@ class SoakTest {
         return "after " + s[0] + " calls: " + s[1] + " fds, " + s[2] + " mappings, " + s[3] + " threads";
     }
 
-    private static String only(List<String> lines, String prefix, int rank) {
+    static String only(List<String> lines, String prefix, int rank) {
         return lines.stream().filter(l -> l.startsWith(prefix)).findFirst()
                 .orElseThrow(() -> new AssertionError("rank " + rank + " printed no " + prefix + "line: " + lines));
     }
