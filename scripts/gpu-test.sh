@@ -3,7 +3,7 @@
 # (default .device) carried along: the gpu-tagged JUnit tests, then sparkccl's GPU AllReduce
 # benchmark and NCCL's (through PyTorch) side by side. Full logs go to $OUT (or ./gpu-out); a short
 # table is printed last.
-# Usage: bash .device/gpu-test.sh [tests|bench|all] [DEVICE_DIR]
+# Usage: bash .device/gpu-test.sh [tests|bench|all|select|...] [DEVICE_DIR]
 set -uo pipefail
 what=${1:-all}
 dev=${2:-.device}
@@ -37,6 +37,23 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "junit exit $rc after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
   # The first stack trace, in short.
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+fi
+
+if [ "$what" = select ]; then
+  # Only the gpu-tagged tests named in $SELECT (classes, or Class#method), e.g.
+  # SELECT="org.sparkccl.ipc.reliability.GpuSoakTest org.sparkccl.ipc.multiprocess.GpuKillTrialsTest".
+  echo "== JUnit (selected: ${SELECT:-})"
+  selectors=()
+  for s in ${SELECT:-}; do
+    case "$s" in *#*) selectors+=(--select-method "$s") ;; *) selectors+=(--select-class "$s") ;; esac
+  done
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --class-path "$dev/test-classes" "${selectors[@]}" --include-tag gpu --details=tree --disable-banner \
+    --disable-ansi-colors --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|random collectives|GPU memory in use|trial " "$out/junit.log" | head -80
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 fi
 
