@@ -87,7 +87,7 @@ if [ "$what" = twolevel ]; then
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|ranks: host|failed as it should|trial [0-9]" "$out/junit.log" | cut -c1-400 | head -60
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
   for h in 2 0; do
-    SPARKCCL_DEBUG=INFO timeout 60 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 \
+    SPARKCCL_DEBUG=INFO timeout 45 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 \
       --pretend-hosts $h -b 8 -e 64M -f 4 -n 10 -w 3 -c 1 > "$out/allreduce-perf-hosts$h.log" 2>&1
     echo "exit $?" >> "$out/allreduce-perf-hosts$h.log"
     echo "---- allreduce-perf --device gpu -g 2 --pretend-hosts $h"
