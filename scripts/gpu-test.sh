@@ -3,7 +3,7 @@
 # (default .device) carried along: the gpu-tagged JUnit tests, then sparkccl's GPU AllReduce
 # benchmark and NCCL's (through PyTorch) side by side. Full logs go to $OUT (or ./gpu-out); a short
 # table is printed last.
-# Usage: bash .device/gpu-test.sh [tests|bench|all|select|...] [DEVICE_DIR]
+# Usage: bash .device/gpu-test.sh [tests|bench|all|select|twolevel|...] [DEVICE_DIR]
 set -uo pipefail
 what=${1:-all}
 dev=${2:-.device}
@@ -87,6 +87,32 @@ if [ "$what" = stream ]; then
     -b 8 -e 8M -f 32 -n 20 -w 5 -c 1 -z 0 > "$out/allreduce-perf-z0.log" 2>&1; echo "exit $?" >> "$out/allreduce-perf-z0.log"
   cat "$out/allreduce-perf-z0.log"
   cat "$out/bench-modes.log"
+fi
+
+if [ "$what" = twolevel ]; then
+  # Across hosts (issue 16): the two-level GPU tests (4 ranks as threads on 2 pretend hosts; every type
+  # and op, the other collectives, uneven layouts, a mismatch), a rank killed on a pretend host (4
+  # processes), then allreduce-perf on 2 pretend hosts of one GPU rank each against one host.
+  echo "== JUnit (two-level GPU)"
+  start=$(date +%s)
+  timeout "${JUNIT_TIMEOUT:-170}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+    --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.gpu.GpuTwoLevelTest \
+    --select-method org.sparkccl.ipc.multiprocess.GpuKillTrialsTest#aKilledGpuRankOnAnotherPretendHostIsNamed \
+    --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
+  echo "junit exit $? after $(( $(date +%s) - start )) s"
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|ranks: host|failed as it should|trial [0-9]" "$out/junit.log" | cut -c1-400 | head -60
+  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
+  for h in 2 0; do
+    SPARKCCL_DEBUG=INFO timeout 45 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 \
+      --pretend-hosts $h -b 8 -e 64M -f 4 -n 10 -w 3 -c 1 > "$out/allreduce-perf-hosts$h.log" 2>&1
+    echo "exit $?" >> "$out/allreduce-perf-hosts$h.log"
+    echo "---- allreduce-perf --device gpu -g 2 --pretend-hosts $h"
+    grep -vE "^\[|INFO|^#  Rank" "$out/allreduce-perf-hosts$h.log" | head -30
+    grep -E "via NET/Socket|via P2P|two-level|pretend|hosts" "$out/allreduce-perf-hosts$h.log" | cut -c1-300 | head -8
+  done
+  bench threads -- -b 8 -e 64M -f 4 -n 10 -w 3 -g 1 --ranks-per-gpu 2 --threads
+  grep -v "^# settings" "$out/bench-threads.log"
 fi
 
 if [ "$what" = quick ]; then

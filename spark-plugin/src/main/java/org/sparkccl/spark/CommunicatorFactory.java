@@ -5,7 +5,7 @@ import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.Communicators;
-import org.sparkccl.ipc.gpu.GpuCommunicators;
+import org.sparkccl.ipc.gpu.GpuEngines;
 
 /**
  * Chooses the engine for a rank: the GPU one when the rank has a GPU and this process can use CUDA,
@@ -33,7 +33,7 @@ final class CommunicatorFactory {
      */
     static Communicator create(Engine engine, Bootstrap bootstrap, GpuBinding gpu, Params params, BooleanSupplier cancelled) {
         if (engine == Engine.GPU) {
-            return GpuCommunicators.create(bootstrap, gpu.ordinal(), params, cancelled);
+            return GpuEngines.create(bootstrap, gpu.ordinal(), params, cancelled); // one host, or two-level across hosts
         }
         return Communicators.host(bootstrap, params, cancelled);
     }

@@ -11,10 +11,10 @@ import org.sparkccl.core.HostStagingBuffer;
  * they can reach each other over sockets. {@link #allGather} takes two collectives (the lengths,
  * then the bytes padded to the longest).
  */
-final class CommunicatorBootstrap implements Bootstrap {
+public final class CommunicatorBootstrap implements Bootstrap {
     private final Communicator comm;
 
-    CommunicatorBootstrap(Communicator comm) {
+    public CommunicatorBootstrap(Communicator comm) {
         this.comm = comm;
     }
 

@@ -1,16 +1,10 @@
 package org.sparkccl.core.net;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 import org.sparkccl.core.Bootstrap;
@@ -71,15 +65,17 @@ public final class HostEngines {
             RankInfo mine = new RankInfo(bootstrap.rank(), bootstrap.size(), HostIdentity.hostId(params),
                     HostIdentity.pid(), HostIdentity.shmDevice(), Map.of())
                     .withEntry(ENTRY_SHARING, sharing.getBytes(StandardCharsets.UTF_8));
-            SplitRound round = new SplitRound(bootstrap, listener == null ? mine : NetRound.describe(mine, listener));
+            SplitRound round = new SplitRound(bootstrap, listener == null ? mine : NetRound.describe(mine, listener),
+                    HostEngines::shareMemory, "the ranks cannot all share memory (they span hosts, or shared memory is"
+                    + " disabled between processes)");
             try {
                 return HostCommunicator.create(round, hostTransports, params, cancelled);
-            } catch (NotOneHost e) {
+            } catch (SplitRound.OutOfReach e) {
                 if (cannotListen != null) {
                     throw new CclException("rank " + bootstrap.rank() + ": the ranks need TCP between them, but this"
                             + " rank cannot listen: " + cannotListen.getMessage(), cannotListen);
                 }
-                return overSockets(listener, round.all, bootstrap.rank(), transports, params, cancelled, log);
+                return overSockets(listener, round.all(), bootstrap.rank(), transports, params, cancelled, log);
             }
         } finally {
             if (listener != null) {
@@ -92,30 +88,26 @@ public final class HostEngines {
                                             IntFunction<List<MemoryTransport>> transports, Params params,
                                             BooleanSupplier cancelled, CclLog log) {
         listener.start(NetRound.secretShares(all));
-        Map<String, List<RankInfo>> hosts = new LinkedHashMap<>();
-        for (RankInfo info : all) {
-            hosts.computeIfAbsent(info.hostId(), h -> new ArrayList<>()).add(info);
-        }
-        int perHost = hosts.values().iterator().next().size();
-        boolean twoLevel = hosts.size() >= 2 && perHost >= 2
-                && hosts.values().stream().allMatch(ranks -> ranks.size() == perHost && shareMemory(ranks));
+        HostLayout layout = HostLayout.of(all);
+        int perHost = layout.perHost();
+        boolean twoLevel = layout.hosts() >= 2 && perHost >= 2 && layout.even()
+                && Arrays.stream(layout.byHost()).allMatch(ranks -> shareMemory(infos(all, ranks)));
         if (twoLevel) {
             log.info(Subsys.INIT, "ranks on %d hosts, %d each: two-level (shared memory inside a host, TCP across)",
-                    hosts.size(), perHost);
-            int[][] byHost = new int[hosts.size()][];
-            int h = 0;
-            for (List<RankInfo> ranks : hosts.values()) {
-                byHost[h++] = ranks.stream().mapToInt(RankInfo::rank).toArray();
-            }
-            return TwoLevelCommunicator.create(listener, all, rank, byHost, transports, params, cancelled);
+                    layout.hosts(), perHost);
+            return TwoLevelCommunicator.create(listener, all, rank, layout.byHost(), transports, params, cancelled);
         }
-        log.info(Subsys.INIT, "ranks on %d host(s), %s: one ring over TCP", hosts.size(),
-                hosts.size() == 1 ? "unable to share memory" : "unevenly spread, one per host or unable to share memory");
+        log.info(Subsys.INIT, "ranks on %d host(s), %s: one ring over TCP", layout.hosts(),
+                layout.hosts() == 1 ? "unable to share memory" : "unevenly spread, one per host or unable to share memory");
         int[] everyone = new int[all.length];
         for (int r = 0; r < all.length; r++) {
             everyone[r] = r;
         }
         return SocketCommunicator.create(listener, all, rank, everyone, 0, params, cancelled);
+    }
+
+    private static List<RankInfo> infos(RankInfo[] all, int[] ranks) {
+        return Arrays.stream(ranks).mapToObj(r -> all[r]).collect(Collectors.toList());
     }
 
     /**
@@ -131,96 +123,5 @@ public final class HostEngines {
                 && ranks.stream().allMatch(r -> r.sameHost(first) && r.shmDevice() == first.shmDevice()
                 && transport.equals(new String(r.entry(ENTRY_SHARING), StandardCharsets.UTF_8)));
         return oneProcess || oneShm;
-    }
-
-    /** Thrown into the shared-memory engine's construction when its peers are not all within reach. */
-    private static final class NotOneHost extends CclException {
-        NotOneHost(String message) {
-            super(message);
-        }
-    }
-
-    /**
-     * The one real round, on behalf of the shared-memory engine: each rank's bytes carry its socket
-     * description too. When the ranks are not all within shared memory's reach, the engine's
-     * construction ends with {@link NotOneHost} (it cleans up as after any failure) and the caller
-     * builds the socket engines from {@link #all}.
-     */
-    private static final class SplitRound implements Bootstrap {
-        private final Bootstrap real;
-        private final RankInfo mine;
-        RankInfo[] all;
-
-        SplitRound(Bootstrap real, RankInfo mine) {
-            this.real = real;
-            this.mine = mine;
-        }
-
-        @Override
-        public int rank() {
-            return real.rank();
-        }
-
-        @Override
-        public int size() {
-            return real.size();
-        }
-
-        @Override
-        public byte[][] allGather(byte[] engineBytes) {
-            if (all != null) {
-                throw new IllegalStateException("rank " + rank() + ": the engine asked for a second bootstrap round");
-            }
-            byte[][] gathered = real.allGather(join(mine.encode(), engineBytes));
-            RankInfo[] infos = new RankInfo[gathered.length];
-            byte[][] engineParts = new byte[gathered.length][];
-            for (int r = 0; r < gathered.length; r++) {
-                byte[][] parts = split(gathered[r], r);
-                infos[r] = RankInfo.decode(parts[0], r, gathered.length);
-                engineParts[r] = parts[1];
-            }
-            all = infos;
-            if (!shareMemory(java.util.Arrays.asList(infos))) {
-                throw new NotOneHost("rank " + rank() + ": the ranks cannot all share memory (they span hosts, or"
-                        + " shared memory is disabled between processes): the socket transport connects them");
-            }
-            return engineParts;
-        }
-
-        @Override
-        public void barrier() {
-            real.barrier();
-        }
-
-        private static byte[] join(byte[] a, byte[] b) {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-            try (DataOutputStream out = new DataOutputStream(bytes)) {
-                out.writeInt(a.length);
-                out.write(a);
-                out.writeInt(b.length);
-                out.write(b);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            return bytes.toByteArray();
-        }
-
-        private static byte[][] split(byte[] joined, int from) {
-            try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(joined))) {
-                byte[][] parts = new byte[2][];
-                for (int i = 0; i < 2; i++) {
-                    int n = in.readInt();
-                    if (n < 0 || n > joined.length) {
-                        throw new IOException("bad length " + n);
-                    }
-                    parts[i] = new byte[n];
-                    in.readFully(parts[i]);
-                }
-                return parts;
-            } catch (IOException e) {
-                throw new CclException("the description from rank " + from + " is damaged (" + e.getMessage()
-                        + "); run the same sparkccl build on every executor", e);
-            }
-        }
     }
 }

@@ -238,7 +238,7 @@ public final class SocketCommunicator implements Communicator {
      * that collective's own header and compared too, so that hosts whose calls differ fail even
      * where the parts they run here happen to match.
      */
-    void partOf(CollectiveHeader outerCall) {
+    public void partOf(CollectiveHeader outerCall) {
         this.outer = outerCall;
     }
 

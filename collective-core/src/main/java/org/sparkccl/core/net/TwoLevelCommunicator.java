@@ -33,8 +33,9 @@ import org.sparkccl.core.transport.RankInfo;
  * link, and the L rings share the links between hosts. The other collectives compose the two levels.
  */
 public final class TwoLevelCommunicator implements Communicator {
-    static final int TAG_LOCAL_BOOTSTRAP = 1;
-    static final int TAG_CROSS = 2;
+    /** The ring tags of a two-level layout: the host's ranks' bootstrap ring, and the cross-host rings. */
+    public static final int TAG_LOCAL_BOOTSTRAP = 1;
+    public static final int TAG_CROSS = 2;
     private final int rank;
     private final int size;
     /** byHost[h][l]: the global rank of host h's l-th rank. */
@@ -274,29 +275,8 @@ public final class TwoLevelCommunicator implements Communicator {
         return new CollectiveHeader(++sequence, kind, type, op, Protocol.SIMPLE, root, count);
     }
 
-    /**
-     * Every rank of this host gathers every other's header of the call and compares: the parts of a
-     * call that the host's ranks run together could match where the calls do not (counts 1000 and
-     * 1001 over two ranks both make shards of 500). Across hosts the socket rings compare it.
-     */
     private void checkInside(CollectiveHeader call) {
-        int h = CollectiveHeader.BYTES;
-        int perHost = byHost[host].length;
-        try (HostStagingBuffer headers = new HostStagingBuffer((long) h * (perHost + 1))) {
-            long mine = headers.address() + (long) h * perHost;
-            call.write(mine);
-            inHost(() -> inside.allGather(mine, headers.address(), h, DataType.UINT8));
-            for (int l = 0; l < perHost; l++) {
-                if (!CollectiveHeader.sameBytes(mine, headers.address() + (long) l * h)) {
-                    CollectiveHeader theirs = CollectiveHeader.read(headers.address() + (long) l * h);
-                    throw new CclException("rank " + rank + ": collective mismatch: this rank called two-level "
-                            + call.describe() + " but rank " + byHost[host][l] + " (on this host) called "
-                            + (theirs == null ? "something unreadable" : "two-level " + theirs.describe())
-                            + "; every rank must make the same collective calls, in the same order, with the same"
-                            + " count, type and op");
-                }
-            }
-        }
+        inHost(() -> HostCallCheck.check(inside, call, rank, byHost[host]));
     }
 
     private static void copy(long from, long to, long bytes) {

@@ -201,7 +201,8 @@ public final class GpuCommunicator implements Communicator {
 
         // Before the round: both receive windows, and what a peer needs to open them.
         String owner = "rank " + rank;
-        byte[] hostHash = GpuConnectBlob.hostHash(HostIdentity.hostId());
+        String hostId = HostIdentity.hostId(params); // SPARKCCL_HOST_ID or spark.sparkccl.hostId, else the machine's
+        byte[] hostHash = GpuConnectBlob.hostHash(hostId);
         GpuWindow.Device deviceWindow = null;
         if (!p2pDisabled && size > 1) {
             deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
@@ -211,7 +212,7 @@ public final class GpuCommunicator implements Communicator {
         if (size > 1 && shm.unavailableReason() == null) {
             hostWindow = own(new GpuWindow.Host(shm, device, hostLayout.totalBytes(), owner));
         }
-        RankInfo me = RankInfo.local(rank, size).withEntry(ENTRY_DEVICE, describeDevice(p2pDisabled).encode());
+        RankInfo me = new RankInfo(rank, size, hostId, HostIdentity.pid(), HostIdentity.shmDevice(), Map.of()).withEntry(ENTRY_DEVICE, describeDevice(p2pDisabled).encode());
         GpuRingFacts.Observed seen = null;
         if (size > 1) {
             seen = GpuRingFacts.observe(device, p2pDisabled, params, log);
@@ -242,7 +243,8 @@ public final class GpuCommunicator implements Communicator {
         for (int r = 0; r < size; r++) {
             if (!infos[r].sameHost(infos[rank])) {
                 throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
-                        + "): the GPU communicator connects GPUs of one machine only");
+                        + "): GpuCommunicators.create connects GPUs of one machine only; build the communicator with"
+                        + " GpuEngines.create (Spark does) to span hosts");
             }
         }
         int sharingGpu = 0;
@@ -1090,6 +1092,37 @@ public final class GpuCommunicator implements Communicator {
         brokenBy = reason;
         if (launchGate != null) {
             launchGate.close();
+        }
+    }
+
+    /**
+     * Fails this communicator for a reason outside its kernels (the other level of a two-level
+     * communicator failed), so that peers waiting for this rank in a kernel, or launching one later, stop
+     * at once instead of at the timeout: a barrier kernel launched with the host abort raised stops at its
+     * first wait and raises the abort words of its ring neighbours (an abort travels round channel 0's
+     * ring). It bypasses the launch gate: a peer of this process may be inside a kernel that waits for this
+     * rank and never come to the gate. Does nothing once closed or broken (peers know then).
+     */
+    void abortPeers(String reason) {
+        if (closed || brokenBy != null) {
+            return;
+        }
+        markBroken(reason);
+        if (size == 1) {
+            return;
+        }
+        try {
+            device.makeCurrent();
+            statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+            GpuPlan plan = tuner.plan(Kind.BARRIER, 1, DataType.INT32, size);
+            putArgs(new CollectiveHeader(++sequence, Kind.BARRIER, DataType.INT32, ReduceOp.SUM, plan.protocol, 0, 1),
+                    plan, barrierBuffer.address(), barrierBuffer.address());
+            launch(plan, stream);
+            stream.synchronize();
+        } catch (RuntimeException e) {
+            // The peers then learn it from their own waits (a dead peer, the timeout): nothing more to do here.
+            log.warn(Subsys.INIT, "rank %d: the abort kernel failed (%s); peers learn of this rank's failure later",
+                    rank, e.getMessage());
         }
     }
 

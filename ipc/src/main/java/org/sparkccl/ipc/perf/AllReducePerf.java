@@ -29,6 +29,8 @@ import org.sparkccl.ipc.Communicators;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
+import org.sparkccl.ipc.gpu.GpuEngines;
+import org.sparkccl.ipc.gpu.GpuTwoLevelCommunicator;
 import org.sparkccl.ipc.launch.CpuBinding;
 import org.sparkccl.ipc.launch.LaunchResult;
 import org.sparkccl.ipc.launch.LaunchedRank;
@@ -168,9 +170,10 @@ public final class AllReducePerf implements Callable<Integer> {
     String transport;
 
     @Option(names = "--pretend-hosts", defaultValue = "0", paramLabel = "H",
-            description = "CPU only: rank r says it runs on host r * H / ranks (SPARKCCL_HOST_ID), so ranks of this"
-                    + " machine form H hosts: with --transport auto the two-level all-reduce (shared memory inside a"
-                    + " host, TCP across); 0: the real host; default ${DEFAULT-VALUE}")
+            description = "rank r says it runs on host r * H / ranks (SPARKCCL_HOST_ID), so ranks of this machine"
+                    + " form H hosts: with --transport auto the two-level all-reduce (shared memory, or the GPU engine"
+                    + " with --device gpu, inside a host; TCP across, through pinned host memory on GPUs); 0: the real"
+                    + " host; default ${DEFAULT-VALUE}")
     int pretendHosts;
 
     @Option(names = "--device", defaultValue = "auto", paramLabel = "KIND",
@@ -286,8 +289,12 @@ public final class AllReducePerf implements Callable<Integer> {
                 break;
             default: throw bad("--bind-to takes core, none or auto, got '" + bindTo + "'");
         }
-        if (pretendHosts < 0 || pretendHosts > ranks || pretendHosts > 0 && device.equalsIgnoreCase("gpu")) {
-            throw bad("--pretend-hosts takes 0 .. -g (" + ranks + "), on the CPU only, got " + pretendHosts);
+        if (pretendHosts < 0 || pretendHosts > ranks) {
+            throw bad("--pretend-hosts takes 0 .. -g (" + ranks + "), got " + pretendHosts);
+        }
+        if (pretendHosts > 0 && blocking == 0 && device.equalsIgnoreCase("gpu")) {
+            throw bad("-z 0 queues calls on a CUDA stream, which the GPU engine does not offer across hosts yet:"
+                    + " use -z 1 with --pretend-hosts");
         }
         if (pretendHosts > 0 && transport.equalsIgnoreCase("shm")) {
             throw bad("--pretend-hosts needs --transport auto or socket: shared memory alone cannot cross hosts");
@@ -324,8 +331,9 @@ public final class AllReducePerf implements Callable<Integer> {
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
             int ordinal = gpu ? me.rank() % Math.min(ranks, GpuSupport.deviceCount()) : me.rank();
-            try (Communicator comm = gpu ? GpuCommunicators.create(bootstrap, ordinal, params) : communicator(bootstrap, params);
-                 PerfMemory memory = gpu ? new DevicePerfMemory((GpuCommunicator) comm, Math.max(8, maxBytes))
+            try (Communicator comm = gpu ? GpuEngines.create(bootstrap, ordinal, params, () -> false)
+                    : communicator(bootstrap, params);
+                 PerfMemory memory = gpu ? deviceMemory(comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
                  HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null;
                  QueuedGpuCalls queued = blocking == 0 ? new QueuedGpuCalls((GpuCommunicator) comm) : null) {
@@ -340,6 +348,15 @@ public final class AllReducePerf implements Callable<Integer> {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
             return 1;
         }
+    }
+
+    /** Benchmark buffers on the rank's GPU, copied through its communicator's stream (one host or two-level). */
+    private static PerfMemory deviceMemory(Communicator comm, long bytes) {
+        if (comm instanceof GpuTwoLevelCommunicator twoLevel) {
+            return new DevicePerfMemory(twoLevel.device(), twoLevel.stream(), bytes);
+        }
+        GpuCommunicator one = (GpuCommunicator) comm;
+        return new DevicePerfMemory(one.device(), one.stream(), bytes);
     }
 
     /** Binds this rank's calling thread if asked; returns what the device line says about it. */

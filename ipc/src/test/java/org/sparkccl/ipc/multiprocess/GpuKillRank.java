@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.Random;
 import org.sparkccl.core.Bootstrap;
+import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.param.Params;
@@ -12,6 +13,8 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
+import org.sparkccl.ipc.gpu.GpuEngines;
+import org.sparkccl.ipc.gpu.GpuTwoLevelCommunicator;
 import org.sparkccl.ipc.launch.LaunchedRank;
 
 /**
@@ -22,7 +25,10 @@ import org.sparkccl.ipc.launch.LaunchedRank;
  * connect or in a collective, at a point nobody chooses. A survivor prints {@code SURVIVOR <ms>
  * <message>} (from its last successful call, or from the meeting, to its error), closes its
  * communicator and prints
- * {@code GPUMEM <bytes in use before> <after>}. Args: {@code seed}.
+ * {@code GPUMEM <bytes in use before> <after>}. Args: {@code seed} [{@code pretend-hosts}]: with the
+ * second, rank r says it runs on host r / 2 ({@code SPARKCCL_HOST_ID}), the communicator is built
+ * through {@link GpuEngines} (two-level across the pretend hosts), and the victim's delay counts from
+ * when its communicator is built, so that it dies in a collective.
  */
 public final class GpuKillRank {
     private static final long[] COUNTS = {7, 4099, 262_147, 4_194_307};
@@ -33,6 +39,7 @@ public final class GpuKillRank {
     public static void main(String[] args) throws Exception {
         LaunchedRank me = LaunchedRank.fromEnvironment();
         long seed = Long.parseLong(args[0]);
+        boolean pretendHosts = args.length > 1 && args[1].equals("pretend-hosts");
         boolean victim = me.rank() == me.size() - 1;
         int ordinal = me.rank() % GpuSupport.deviceCount();
         CudaDevice device = CudaDevice.get(ordinal);
@@ -40,13 +47,23 @@ public final class GpuKillRank {
         long start = System.nanoTime();
         long calls = 0;
         try (Bootstrap bootstrap = me.bootstrap(Duration.ofSeconds(60))) {
-            if (victim) {
+            if (victim && !pretendHosts) {
                 killItselfLater(new Random(seed).nextInt(2500));
             }
             start = System.nanoTime();
-            try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, ordinal, Params.fromEnvironment());
+            Params params = Params.fromEnvironment();
+            if (pretendHosts) {
+                params = params.withOverrides(java.util.Map.of("SPARKCCL_HOST_ID", "kill-host-" + me.rank() / 2,
+                        "SPARKCCL_SOCKET_ADDRESS", "127.0.0.1"));
+            }
+            try (Communicator comm = pretendHosts ? GpuEngines.create(bootstrap, ordinal, params, () -> false)
+                    : GpuCommunicators.create(bootstrap, ordinal, params);
                  DeviceBuffer buffer = DeviceBuffer.allocate(device, COUNTS[COUNTS.length - 1] * 4, "kill trial")) {
-                buffer.fill((byte) 0x3f, comm.stream());
+                buffer.fill((byte) 0x3f, comm instanceof GpuTwoLevelCommunicator twoLevel ? twoLevel.stream()
+                        : ((GpuCommunicator) comm).stream());
+                if (victim && pretendHosts) {
+                    killItselfLater(new Random(seed).nextInt(1000));
+                }
                 while (true) {
                     long count = COUNTS[(int) (calls++ % COUNTS.length)];
                     comm.allReduce(buffer.address(), buffer.address(), count, DataType.FLOAT32, ReduceOp.MAX);
