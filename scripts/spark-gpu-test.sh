@@ -11,11 +11,12 @@
 #   4. spark-submit of the application jar (TrainJob) to a standalone Master and Worker, the Worker
 #      with the real GPU discovery script (scripts/getGpusResources.sh);
 #   5. with "all": ipc's gpu-tagged tests too.
-# With "classes CLASS...": only those JUnit classes (tag gpu), each in a JUnit run of its own, in that order
-# (to fit one device call; a copy of this script in .device/spark/app runs from the repository root too).
+# With "classes SELECTOR...": only those JUnit classes (or CLASS#method; tag gpu), each in a JUnit run of
+# its own, in that order, to fit one device call (a copy of this script in .device/spark/app, run from the
+# repository root, works too).
 # Every JVM gets exactly Spark's options (scripts/spark-jvm-options) and nothing of ours.
 # Logs under $OUT (or ./gpu-out); a short summary is printed last.
-# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone|ipc|classes CLASS...]
+# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone|ipc|classes SELECTOR...]
 #        (standalone: step 4 only; ipc: step 5 only)
 set -uo pipefail
 what=${1:-spark}
@@ -55,9 +56,13 @@ junit() { # label, class-path folder to scan (empty: the classes selected in the
 }
 
 if [ "$what" = classes ]; then
-  for class in "$@"; do
-    junit "${class##*.}" "" --select-class "$class"
-    grep -hE "^(LAYOUT|MEASURED|CANCEL)" "$out/junit-${class##*.}.log"
+  for selected in "$@"; do # a class, or CLASS#method
+    label=$(echo "${selected##*.}" | tr '#' '-')
+    select=--select-class; case "$selected" in *'#'*) select=--select-method ;; esac
+    # ipc's tests put several ranks of one JVM on a GPU: each needs a hardware queue of its own (step 5).
+    case "$selected" in org.sparkccl.ipc.*) queues=32 ;; *) queues=${CUDA_DEVICE_MAX_CONNECTIONS:-8} ;; esac
+    CUDA_DEVICE_MAX_CONNECTIONS=$queues junit "$label" "" "$select" "$selected"
+    grep -hE "^(LAYOUT|MEASURED|CANCEL)" "$out/junit-$label.log"
   done
   exit 0
 fi

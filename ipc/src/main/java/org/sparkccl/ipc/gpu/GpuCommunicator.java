@@ -845,6 +845,7 @@ public final class GpuCommunicator implements Communicator {
                 // Launch anyway, with the abort raised: the kernel stops at its first wait and raises every
                 // peer's abort word, so ranks in other processes stop too instead of waiting for the timeout.
                 gateFailure = e;
+                record(e); // before the abort word: the peers read why
                 statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
             }
         }
@@ -1007,7 +1008,7 @@ public final class GpuCommunicator implements Communicator {
                     // A peer that failed outside a collective (its task, between them) has no kernel to stop ours.
                     peerAbort = abortRecords.peerAbort("while this rank waited for " + header.describe());
                     if (peerAbort != null) {
-                        abortRecords.markAborted(peerAbort.failedRank(), peerAbort.getMessage());
+                        record(peerAbort);
                         statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
                     }
                 }
