@@ -116,7 +116,9 @@ final class BarrierCancelCases {
     void aTaskKilledInTheAllReduceIsNamedByItsPeers(Path dir, int victim) throws Exception {
         Map<Integer, RankError> errors = killOneWhileTheOthersWait(dir, victim, "rank " + victim + " aborted");
         System.out.println("CANCEL " + engine + " rank " + victim + " (killed) failed with: " + errors.get(victim).message);
-        assertTrue(errors.get(victim).message.contains("interrupted"), errors.get(victim).message);
+        // Spark marks the task killed, then interrupts its thread: a wait may see either first.
+        String own = errors.get(victim).message;
+        assertTrue(own.contains("interrupted") || own.contains("cancelled (task killed)"), own);
     }
 
     /** The holdout's task, killed outside the all-reduce, is named with Spark's reason by every peer. */

@@ -21,8 +21,10 @@ import org.sparkccl.ipc.shm.ShmTransport;
  * collective, or its Spark task failing between collectives ({@code GpuCommunicator.abort}).
  *
  * <p>A record names the rank that failed first (a rank that fails because a peer did names that
- * peer), as the CPU engine's control block does. The name stays in /dev/shm until the owner closes;
- * survivors remove a dead owner's with its other segments (ShmTransport.cleanUpAfter).
+ * peer), as the CPU engine's control block does. Each peer counts itself in the record's attached
+ * word once it has mapped it; the owner removes the name when they all have (looked at on each call,
+ * not waited for), so a process SIGKILLed later leaves nothing in /dev/shm. Before that, survivors
+ * remove a dead owner's record with its other segments (ShmTransport.cleanUpAfter).
  */
 final class GpuAbortRecords implements AutoCloseable {
     /** How long a rank whose kernel stopped for a peer's abort waits for that peer's record. */
@@ -33,6 +35,9 @@ final class GpuAbortRecords implements AutoCloseable {
     private final ExposedRegion own;
     /** Each rank's record (this rank's own included); null before {@link #open} and for ranks without one. */
     private SharedRegion[] records;
+    /** Peers that will map this rank's record: those that have records of their own. */
+    private int openers;
+    private boolean nameRemoved;
 
     /** This rank's record, not yet read by anybody: its blob goes into the rank's description. */
     GpuAbortRecords(ShmTransport shm, int rank) {
@@ -60,6 +65,8 @@ final class GpuAbortRecords implements AutoCloseable {
             for (int r = 0; r < infos.length; r++) {
                 if (r != rank && blobs[r] != null) {
                     opened[r] = shm.open(blobs[r], infos[r]);
+                    opened[r].buffer().getAndAddLong(SegmentLayout.ATTACHED_OFFSET, 1);
+                    openers++;
                 }
             }
         } catch (RuntimeException e) {
@@ -71,6 +78,14 @@ final class GpuAbortRecords implements AutoCloseable {
             throw e;
         }
         records = opened;
+    }
+
+    /** Removes this rank's record from /dev/shm once every peer has mapped it (they keep their mappings). */
+    void removeNameOnceEveryPeerMappedIt() {
+        if (!nameRemoved && records != null && own.buffer().getLongVolatile(SegmentLayout.ATTACHED_OFFSET) >= openers) {
+            own.unlinkName();
+            nameRemoved = true;
+        }
     }
 
     /**

@@ -747,6 +747,9 @@ public final class GpuCommunicator implements Communicator {
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
         int dead = watcher == null ? -1 : watcher.deadPeer();
         boolean cancelledSeen = watcher != null && watcher.cancelSeen();
+        if (abortRecords != null) {
+            abortRecords.removeNameOnceEveryPeerMappedIt();
+        }
         // A peer that aborted (also between collectives): the next call fails at once, naming it.
         PeerFailedException aborted = dead >= 0 || abortRecords == null ? null : abortRecords.peerAbort(
                 code == DevCommLayout.CODE_OK && !streamCalls.pending() ? "before this rank's next collective"

@@ -34,6 +34,11 @@ class GpuAbortRecordsTest {
                     assertNull(r.peerAbort("while this rank waited"), "nobody aborted yet");
                     assertFalse(r.aborted());
                 }
+                assertEquals(segmentsBefore + RANKS, ourSegments(), "one record per rank in /dev/shm");
+                for (GpuAbortRecords r : records) {
+                    r.removeNameOnceEveryPeerMappedIt(); // both peers mapped each: a SIGKILL now leaves nothing
+                }
+                assertEquals(segmentsBefore, ourSegments(), "record names left in /dev/shm once every peer mapped them");
                 String reason = "rank 1: its Spark task was killed (the test kills rank 1) between collectives";
                 records[1].markAborted(1, reason);
                 assertTrue(records[1].aborted());
