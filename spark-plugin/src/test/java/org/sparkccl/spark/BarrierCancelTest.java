@@ -2,18 +2,12 @@ package org.sparkccl.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.nio.file.Path;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link BarrierCancelCases} on host memory: a local cluster of 2 executor JVMs x 2 fake GPUs (4 ranks
@@ -21,13 +15,10 @@ import org.junit.jupiter.api.io.TempDir;
  * cluster serves the cases (executors take 10-20 s to start here). The GPU version is
  * SparkGpuCancelTest.
  */
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class BarrierCancelTest {
+class BarrierCancelTest extends BarrierCancelSuite {
     private static final int EXECUTORS = 2;
     private static final int GPUS_PER_EXECUTOR = 2;
     private static final int RANKS = EXECUTORS * GPUS_PER_EXECUTOR;
-    /** The rank whose task {@code killTaskAttempt} kills while it waits in the all-reduce. */
-    private static final int VICTIM = 2;
     /** Elements per rank: above the one-shot threshold, so the ranks wait in the ring. */
     private static final int COUNT = 65_537;
     private static SparkSession spark;
@@ -59,27 +50,8 @@ class BarrierCancelTest {
                 "the stages ran in the executors the cluster started with");
     }
 
-    @Test
-    @Order(1)
-    void cancellingTheJobGroupFreesEveryTaskWithinFiveSeconds(@TempDir Path dir) throws Exception {
-        cases.cancellingTheJobGroupFreesEveryTask(dir);
-    }
-
-    @Test
-    @Order(2)
-    void aTaskKilledInTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        cases.aTaskKilledInTheAllReduceIsNamedByItsPeers(dir, VICTIM);
-    }
-
-    @Test
-    @Order(3)
-    void aTaskKilledOutsideTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        cases.aTaskKilledOutsideTheAllReduceIsNamedByItsPeers(dir);
-    }
-
-    @Test
-    @Order(4)
-    void theNextStageOnTheSameExecutorsAllReducesRight() {
-        cases.theNextStageAllReducesRight(47);
+    @Override
+    BarrierCancelCases cases() {
+        return cases;
     }
 }

@@ -12,11 +12,7 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -27,11 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * back to where it was after a first stage had loaded the kernels in every executor.
  */
 @Tag("gpu")
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class SparkGpuCancelTest {
+class SparkGpuCancelTest extends BarrierCancelSuite {
     private static final int RANKS = 3;
-    /** The rank whose task {@code killTaskAttempt} kills while it waits in the all-reduce. */
-    private static final int VICTIM = 2;
     /** Elements per rank: above the one-shot threshold, so the ranks wait in the ring kernel. */
     private static final int COUNT = 65_537;
     /** GPU memory in use may differ this much from before (the driver's own allocations move a little). */
@@ -87,27 +80,8 @@ class SparkGpuCancelTest {
         }
     }
 
-    @Test
-    @Order(1)
-    void cancellingTheJobGroupFreesEveryTaskWithinFiveSeconds(@TempDir Path dir) throws Exception {
-        cases.cancellingTheJobGroupFreesEveryTask(dir);
-    }
-
-    @Test
-    @Order(2)
-    void aTaskKilledInTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        cases.aTaskKilledInTheAllReduceIsNamedByItsPeers(dir, VICTIM);
-    }
-
-    @Test
-    @Order(3)
-    void aTaskKilledOutsideTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        cases.aTaskKilledOutsideTheAllReduceIsNamedByItsPeers(dir);
-    }
-
-    @Test
-    @Order(4)
-    void theNextStageOnTheSameExecutorsAllReducesRight() {
-        cases.theNextStageAllReducesRight(47);
+    @Override
+    BarrierCancelCases cases() {
+        return cases;
     }
 }
