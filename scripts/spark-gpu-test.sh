@@ -11,11 +11,16 @@
 #   4. spark-submit of the application jar (TrainJob) to a standalone Master and Worker, the Worker
 #      with the real GPU discovery script (scripts/getGpusResources.sh);
 #   5. with "all": ipc's gpu-tagged tests too.
+# With "classes SELECTOR...": only those JUnit classes (or CLASS#method; tag gpu), each in a JUnit run of
+# its own, in that order, to fit one device call (a copy of this script in .device/spark/app, run from the
+# repository root, works too).
 # Every JVM gets exactly Spark's options (scripts/spark-jvm-options) and nothing of ours.
 # Logs under $OUT (or ./gpu-out); a short summary is printed last.
-# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone|ipc]   (standalone: step 4 only; ipc: step 5 only)
+# Usage: bash scripts/spark-gpu-test.sh [spark|all|standalone|ipc|classes SELECTOR...]
+#        (standalone: step 4 only; ipc: step 5 only)
 set -uo pipefail
 what=${1:-spark}
+[ $# -gt 0 ] && shift
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -39,16 +44,28 @@ mkdir -p "$SPARK_HOME/jars"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "== $ngpu GPU(s)"
 
-junit() { # label, class-path folder to scan, extra args...
+junit() { # label, class-path folder to scan (empty: the classes selected in the extra args), extra args...
   local label=$1 dir=$2; shift 2
   local start; start=$(date +%s)
   timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
-    --scan-class-path "$dir" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
+    ${dir:+--scan-class-path "$dir"} --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
     --reports-dir "$out/junit-$label" "$@" > "$out/junit-$label.log" 2>&1
   echo "== JUnit $label: exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|✘" "$out/junit-$label.log" | head -20
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit-$label.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 }
+
+if [ "$what" = classes ]; then
+  for selected in "$@"; do # a class, or CLASS#method
+    label=$(echo "${selected##*.}" | tr '#' '-')
+    select=--select-class; case "$selected" in *'#'*) select=--select-method ;; esac
+    # ipc's tests put several ranks of one JVM on a GPU: each needs a hardware queue of its own (step 5).
+    case "$selected" in org.sparkccl.ipc.*) queues=32 ;; *) queues=${CUDA_DEVICE_MAX_CONNECTIONS:-8} ;; esac
+    CUDA_DEVICE_MAX_CONNECTIONS=$queues junit "$label" "" "$select" "$selected"
+    grep -hE "^(LAYOUT|MEASURED|CANCEL)" "$out/junit-$label.log"
+  done
+  exit 0
+fi
 
 if [ "$what" = spark ] || [ "$what" = all ]; then
   junit spark "$app/spark-plugin-test-classes"

@@ -1,75 +1,28 @@
 package org.sparkccl.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.sparkccl.spark.LocalExecutors.read;
-import static org.sparkccl.spark.LocalExecutors.write;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.Iterator;
-import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
-import java.util.stream.IntStream;
-import org.apache.spark.BarrierTaskContext;
-import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.io.TempDir;
-import org.sparkccl.core.Communicator;
-import org.sparkccl.core.PeerFailedException;
-import org.sparkccl.core.ReduceOp;
 
 /**
- * The driver stopping a barrier stage whose ranks wait in a collective, on a local cluster of 2
- * executor JVMs x 2 fake GPUs (4 ranks over /dev/shm): cancelling the job group, and killing one task
- * with {@code killTaskAttempt} (speculation off), a task waiting in the all-reduce or the one outside
- * it. Rank 0 stays out of the all-reduce (it runs user code that watches Spark's kill flag), so ranks
- * 1-3 sit in it until the driver acts. Every task must end within 5 s, the peers of a killed task must
- * fail within 2 s naming it; afterwards the executors hold no communicator, no mapping and no
- * segment, and the next stage on the same executors all-reduces right. One cluster serves the cases
- * (executors take 10-20 s to start here).
+ * {@link BarrierCancelCases} on host memory: a local cluster of 2 executor JVMs x 2 fake GPUs (4 ranks
+ * over /dev/shm). Afterwards the executors hold no communicator, no mapping and no segment. One
+ * cluster serves the cases (executors take 10-20 s to start here). The GPU version is
+ * SparkGpuCancelTest.
  */
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class BarrierCancelTest {
+class BarrierCancelTest extends BarrierCancelSuite {
     private static final int EXECUTORS = 2;
     private static final int GPUS_PER_EXECUTOR = 2;
     private static final int RANKS = EXECUTORS * GPUS_PER_EXECUTOR;
-    /** The rank that stays out of the all-reduce until Spark kills its task. */
-    private static final int HOLDOUT = 0;
-    /** The rank whose task {@code killTaskAttempt} kills while it waits in the all-reduce. */
-    private static final int VICTIM = 2;
     /** Elements per rank: above the one-shot threshold, so the ranks wait in the ring. */
     private static final int COUNT = 65_537;
-    /** How long the waiting ranks sit in the all-reduce before the driver acts: well into parking. */
-    private static final long WAIT_BEFORE_ACTING_MS = 1_000;
-    private static final long FREED_WITHIN_MS = 5_000;
-    private static final long PEERS_FAIL_WITHIN_MS = 2_000;
-    private static final long TIMEOUT_S = 120;
     private static SparkSession spark;
-    private static JavaSparkContext jsc;
-    private static final TaskEnds TASK_ENDS = new TaskEnds();
+    private static BarrierCancelCases cases;
     private static final Set<Long> EXECUTOR_PIDS = new TreeSet<>();
 
     @BeforeAll
@@ -77,8 +30,7 @@ class BarrierCancelTest {
         spark = SparkSession.builder().config(SparkTestSupport.localClusterConf(EXECUTORS, 2, GPUS_PER_EXECUTOR,
                 "sparkccl-barrier-cancel").set("spark.sparkccl.timeoutMs", "120000")
                 .set("spark.speculation", "false")).getOrCreate();
-        jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        spark.sparkContext().addSparkListener(TASK_ENDS);
+        cases = new BarrierCancelCases(spark, RANKS, COUNT, "host");
         SparkTestSupport.awaitExecutors(spark.sparkContext(), EXECUTORS);
         EXECUTOR_PIDS.addAll(LocalExecutors.processes(spark.sparkContext()));
         assertEquals(EXECUTORS, EXECUTOR_PIDS.size(), "executor JVMs " + EXECUTOR_PIDS);
@@ -94,214 +46,12 @@ class BarrierCancelTest {
     /** After every case: the same executors, holding no communicator, mapping or segment. */
     @AfterEach
     void executorsHoldNothing() {
-        assertEquals(EXECUTOR_PIDS, ExecutorState.assertNothingHeld(ranks()),
+        assertEquals(EXECUTOR_PIDS, ExecutorState.assertNothingHeld(cases.ranks()),
                 "the stages ran in the executors the cluster started with");
     }
 
-    @Test
-    @Order(1)
-    void cancellingTheJobGroupFreesEveryTaskWithinFiveSeconds(@TempDir Path dir) throws Exception {
-        String d = dir.toString();
-        String group = "sparkccl-cancel-test";
-        CompletableFuture<List<String>> job = CompletableFuture.supplyAsync(() -> {
-            // Spark's default: a cancel marks the tasks killed without interrupting their threads.
-            jsc.setJobGroup(group, "barrier stage cancelled while it waits in an all-reduce", false);
-            try {
-                return SparkCclJobs.barrierMapPartitions(ranks(), part -> waitInAllReduce(d, 1)).collect();
-            } finally {
-                jsc.clearJobGroup();
-            }
-        });
-        List<Long> tasks = awaitAllWaiting(dir, job);
-        Thread.sleep(WAIT_BEFORE_ACTING_MS);
-
-        long cancelledAtMs = System.currentTimeMillis(); // compared with the ranks' clocks: same host
-        long cancelled = System.nanoTime();
-        jsc.cancelJobGroup(group);
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> job.get(TIMEOUT_S, TimeUnit.SECONDS));
-        assertTrue(String.valueOf(failed.getCause().getMessage()).contains("cancel"), String.valueOf(failed.getCause()));
-        long freedMs = TASK_ENDS.await(tasks, cancelled);
-        System.out.println("cancelJobGroup: every task of the stage ended " + freedMs + " ms after the cancel");
-        assertTrue(freedMs < FREED_WITHIN_MS, "the tasks ended " + freedMs + " ms after the cancel");
-
-        for (int r = 0; r < RANKS; r++) {
-            if (r == HOLDOUT) {
-                continue;
-            }
-            // Cancelled itself, or saw the holdout's task killed by the cancel first: either way it says so.
-            RankError e = RankError.of(dir, r);
-            System.out.println("rank " + r + " failed " + (e.atMs - cancelledAtMs) + " ms after the cancel with: "
-                    + e.message);
-            assertTrue(e.message.contains("cancelled"), "rank " + r + ": " + e.message);
-        }
-    }
-
-    @Test
-    @Order(2)
-    void aTaskKilledInTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        Map<Integer, RankError> errors = killOneWhileTheOthersWait(dir, VICTIM, "rank " + VICTIM + " aborted");
-        System.out.println("rank " + VICTIM + " (killed) failed with: " + errors.get(VICTIM).message);
-        assertTrue(errors.get(VICTIM).message.contains("interrupted"), errors.get(VICTIM).message);
-    }
-
-    @Test
-    @Order(3)
-    void aTaskKilledOutsideTheAllReduceMakesItsPeersFailNamingIt(@TempDir Path dir) throws Exception {
-        // Not in a collective, so no wait of its own ends with an error: its task's failure says it.
-        killOneWhileTheOthersWait(dir, HOLDOUT, "rank " + HOLDOUT + " aborted");
-        String told = "rank " + HOLDOUT + ": its Spark task was killed (the test kills rank " + HOLDOUT
-                + ") between collectives";
-        for (int r = 1; r < RANKS; r++) {
-            assertTrue(RankError.of(dir, r).message.contains(told), RankError.of(dir, r).message);
-        }
-    }
-
-    /**
-     * Kills rank {@code victim}'s task ({@code killTaskAttempt}, interrupting its thread) while ranks
-     * 1-3 wait in the all-reduce and the holdout outside it; every rank that waited in the all-reduce
-     * and was not killed must fail within {@link #PEERS_FAIL_WITHIN_MS}, naming the victim, with
-     * {@code because} in its message; every task must end within {@link #FREED_WITHIN_MS}. Returns
-     * the errors the ranks in the all-reduce wrote down, by rank.
-     */
-    private static Map<Integer, RankError> killOneWhileTheOthersWait(Path dir, int victim, String because)
-            throws Exception {
-        String d = dir.toString();
-        CompletableFuture<List<String>> job = CompletableFuture.supplyAsync(() -> SparkCclJobs
-                .barrierMapPartitions(ranks(), part -> waitInAllReduce(d, 2)).collect());
-        List<Long> tasks = awaitAllWaiting(dir, job);
-        Thread.sleep(WAIT_BEFORE_ACTING_MS);
-
-        long killedAtMs = System.currentTimeMillis(); // compared with the ranks' clocks: same host
-        long killed = System.nanoTime();
-        assertTrue(spark.sparkContext().killTaskAttempt(tasks.get(victim), true, "the test kills rank " + victim),
-                "Spark did not find task " + tasks.get(victim));
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> job.get(TIMEOUT_S, TimeUnit.SECONDS));
-        System.out.println("the job failed with: " + failed.getCause().getMessage());
-        long freedMs = TASK_ENDS.await(tasks, killed);
-        System.out.println("killTaskAttempt of rank " + victim + ": every task of the stage ended " + freedMs
-                + " ms after the kill");
-        assertTrue(freedMs < FREED_WITHIN_MS, "the tasks ended " + freedMs + " ms after the kill");
-
-        Map<Integer, RankError> errors = new TreeMap<>();
-        for (int r = 0; r < RANKS; r++) {
-            if (r == HOLDOUT) {
-                continue;
-            }
-            RankError e = RankError.of(dir, r);
-            errors.put(r, e);
-            if (r == victim) {
-                continue;
-            }
-            long afterMs = e.atMs - killedAtMs;
-            System.out.println("rank " + r + " failed " + afterMs + " ms after the kill of rank " + victim + " with: "
-                    + e.message);
-            assertEquals(victim, e.failedRank, "rank " + r + " names rank " + e.failedRank + ": " + e.message);
-            assertTrue(e.message.contains(because), e.message);
-            assertTrue(afterMs < PEERS_FAIL_WITHIN_MS, "rank " + r + " failed " + afterMs + " ms after the kill");
-        }
-        return errors;
-    }
-
-    @Test
-    @Order(4)
-    void theNextStageOnTheSameExecutorsAllReducesRight() {
-        long seed = 47;
-        List<Double> maxErrors = SparkCclJobs.barrierMapPartitions(ranks(), part -> Collections.singletonList(
-                SparkTestSupport.allReduceMaxError(SparkCcl.communicator(), seed, COUNT)).iterator()).collect();
-        assertEquals(RANKS, maxErrors.size());
-        for (int r = 0; r < RANKS; r++) {
-            assertTrue(maxErrors.get(r) < 1e-5, "rank " + r + ": max error " + maxErrors.get(r));
-        }
-    }
-
-    /** The ranks 0..3, one per partition. */
-    private static JavaRDD<Integer> ranks() {
-        return jsc.parallelize(IntStream.range(0, RANKS).boxed().collect(Collectors.toList()), RANKS);
-    }
-
-    /**
-     * Every rank builds the communicator and writes its task id; the holdout then waits, outside the
-     * collective, until Spark marks its task killed; the others enter an all-reduce that cannot end
-     * without it and write down the error they end with.
-     */
-    private static Iterator<String> waitInAllReduce(String dir, long seed) throws Exception {
-        BarrierTaskContext context = BarrierTaskContext.get();
-        int rank = context.partitionId();
-        Communicator comm = SparkCcl.communicator();
-        write(Paths.get(dir, "task-" + rank), Long.toString(context.taskAttemptId()));
-        if (rank == HOLDOUT) {
-            while (!context.isInterrupted()) {
-                Thread.sleep(5);
-            }
-            throw new IllegalStateException("rank " + rank + " stops: its task was killed");
-        }
-        float[] data = SparkTestSupport.randomFloats(seed, rank, COUNT);
-        try {
-            comm.allReduce(data, ReduceOp.SUM);
-        } catch (RuntimeException e) {
-            int failedRank = e instanceof PeerFailedException ? ((PeerFailedException) e).failedRank() : -1;
-            write(Paths.get(dir, "error-" + rank), System.currentTimeMillis() + "\n" + failedRank + "\n" + e.getMessage());
-            throw e;
-        }
-        throw new IllegalStateException("rank " + rank + ": the all-reduce ended although rank " + HOLDOUT
-                + " never joined it");
-    }
-
-    /** The error a rank wrote down: when (wall clock, ms), the rank it names (-1: none) and the message. */
-    private static final class RankError {
-        final long atMs;
-        final int failedRank;
-        final String message;
-
-        private RankError(long atMs, int failedRank, String message) {
-            this.atMs = atMs;
-            this.failedRank = failedRank;
-            this.message = message;
-        }
-
-        static RankError of(Path dir, int rank) {
-            Path file = dir.resolve("error-" + rank);
-            assertTrue(Files.exists(file), "rank " + rank + " recorded no error");
-            String[] parts = read(file).split("\n", 3);
-            return new RankError(Long.parseLong(parts[0]), Integer.parseInt(parts[1]), parts[2]);
-        }
-    }
-
-    /** The task ids of ranks 0..3, once each has written its id (the waiting ranks are then in the all-reduce). */
-    private static List<Long> awaitAllWaiting(Path dir, CompletableFuture<?> job) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
-        while (IntStream.range(0, RANKS).anyMatch(r -> !Files.exists(dir.resolve("task-" + r)))) {
-            if (job.isDone()) {
-                job.get(); // throws what ended it
-            }
-            assertTrue(System.nanoTime() < deadline, "the ranks did not all reach the all-reduce");
-            Thread.sleep(20);
-        }
-        List<Long> tasks = new ArrayList<>();
-        for (int r = 0; r < RANKS; r++) {
-            tasks.add(Long.parseLong(read(dir.resolve("task-" + r)).trim()));
-        }
-        return tasks;
-    }
-
-    /** When the driver learnt that each task ended (Spark's listener bus), by task id. */
-    private static final class TaskEnds extends SparkListener {
-        private final Map<Long, Long> endedAtNs = new ConcurrentHashMap<>();
-
-        @Override
-        public void onTaskEnd(SparkListenerTaskEnd end) {
-            endedAtNs.put(end.taskInfo().taskId(), System.nanoTime());
-        }
-
-        /** Waits until every one of {@code tasks} ended; returns the last end's ms after {@code sinceNs}. */
-        long await(List<Long> tasks, long sinceNs) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
-            while (!endedAtNs.keySet().containsAll(tasks)) {
-                assertTrue(System.nanoTime() < deadline, "tasks " + tasks + " did not all end; ended: " + endedAtNs.keySet());
-                Thread.sleep(10);
-            }
-            long last = tasks.stream().mapToLong(endedAtNs::get).max().getAsLong();
-            return TimeUnit.NANOSECONDS.toMillis(last - sinceNs);
-        }
+    @Override
+    BarrierCancelCases cases() {
+        return cases;
     }
 }

@@ -132,7 +132,7 @@ class SparkGpuTest {
         try {
             SparkTestSupport.awaitExecutors(spark.sparkContext(), 2);
             JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-            List<ExecutorHoldings> before = holdings(jsc);
+            List<GpuExecutorHoldings> before = GpuExecutorHoldings.read(jsc, 2);
             PreparedData data = PreparedData.of(TrainingData.digits(spark), null, null, 2);
             ModelSpec model = new ModelSpec(ModelSpec.Kind.MLP, data.stats().cols(), 32, data.stats().classes());
             OptimizerSpec adam = new OptimizerSpec(OptimizerSpec.Kind.ADAM, 0.01, 0.9);
@@ -151,12 +151,12 @@ class SparkGpuTest {
             data.release();
 
             SparkTestSupport.awaitExecutors(spark.sparkContext(), 2);
-            List<ExecutorHoldings> after = holdings(jsc);
+            List<GpuExecutorHoldings> after = GpuExecutorHoldings.read(jsc, 2);
             Set<Long> pids = new HashSet<>();
-            for (ExecutorHoldings h : before) {
+            for (GpuExecutorHoldings h : before) {
                 pids.add(h.pid);
             }
-            for (ExecutorHoldings h : after) {
+            for (GpuExecutorHoldings h : after) {
                 pids.add(h.pid);
                 System.out.println("LAYOUT executor-loss after: " + h);
                 assertEquals(0, h.deviceBytes + h.pinnedBytes + h.openCommunicators + h.shmBytesMapped, h.toString());
@@ -171,45 +171,6 @@ class SparkGpuTest {
         } finally {
             spark.stop();
         }
-    }
-
-    /** What sparkccl holds in one executor JVM, and the GPU's memory in use (every process). */
-    static final class ExecutorHoldings implements Serializable {
-        final long pid;
-        final long deviceBytes;
-        final long pinnedBytes;
-        final int openCommunicators;
-        final long shmBytesMapped;
-        final long gpuUsedBytes;
-
-        ExecutorHoldings(long pid, long deviceBytes, long pinnedBytes, int openCommunicators, long shmBytesMapped,
-                         long gpuUsedBytes) {
-            this.pid = pid;
-            this.deviceBytes = deviceBytes;
-            this.pinnedBytes = pinnedBytes;
-            this.openCommunicators = openCommunicators;
-            this.shmBytesMapped = shmBytesMapped;
-            this.gpuUsedBytes = gpuUsedBytes;
-        }
-
-        @Override
-        public String toString() {
-            return String.format(Locale.ROOT, "pid %d: sparkccl device %d B, pinned %d B, %d open communicators, %d B"
-                    + " of shared memory mapped; GPU memory in use (all processes) %.1f MiB", pid, deviceBytes,
-                    pinnedBytes, openCommunicators, shmBytesMapped, gpuUsedBytes / 1048576.0);
-        }
-    }
-
-    /** One barrier task per executor (each has one core), no communicator: what each executor holds. */
-    private static List<ExecutorHoldings> holdings(JavaSparkContext jsc) {
-        return new ArrayList<>(SparkCclJobs.barrierMapPartitions(partitions(jsc, 2), rows -> {
-            int gpu = Integer.parseInt(org.apache.spark.TaskContext.get().resourcesJMap().get("gpu").addresses()[0]);
-            return List.of(new ExecutorHoldings(ProcessHandle.current().pid(),
-                    org.sparkccl.ipc.cuda.DeviceBuffer.outstandingBytes(),
-                    org.sparkccl.ipc.cuda.PinnedHostBuffer.outstandingBytes(), SparkCcl.openCount(),
-                    org.sparkccl.ipc.shm.ShmTransport.mappedBytesInJvm(),
-                    org.sparkccl.ipc.cuda.CudaDevice.get(gpu).usedBytes())).iterator();
-        }).collect());
     }
 
     private static void runLayout(SparkConf conf, int ranks, String layout, int processes, boolean distinctGpus,
@@ -456,7 +417,7 @@ class SparkGpuTest {
      * executors take {@code executorGpus} each, tasks {@code taskGpus}. Executors are launched by Spark's workers
      * from SPARK_HOME with this JVM's class path, and with Spark's JVM options only.
      */
-    private static SparkConf gpuCluster(Path dir, String master, Path workerScript, int workerGpus, int executorGpus,
+    static SparkConf gpuCluster(Path dir, String master, Path workerScript, int workerGpus, int executorGpus,
                                         String taskGpus) {
         return SparkTestSupport.clusterConf(master, "sparkccl-gpu")
                 .set("spark.worker.resource.gpu.amount", Integer.toString(workerGpus))
@@ -477,7 +438,7 @@ class SparkGpuTest {
     }
 
     /** Lists GPUs 0..n-1. */
-    private static Path listScript(Path dir, int gpus) throws IOException {
+    static Path listScript(Path dir, int gpus) throws IOException {
         String addresses = IntStream.range(0, gpus).mapToObj(i -> "\\\"" + i + "\\\"").collect(Collectors.joining(","));
         return script(dir, "list-gpus-" + gpus + ".sh", "echo \"{\\\"name\\\":\\\"gpu\\\",\\\"addresses\\\":[" + addresses + "]}\"\n");
     }

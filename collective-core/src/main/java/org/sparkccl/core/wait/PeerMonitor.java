@@ -84,7 +84,8 @@ public final class PeerMonitor implements FailureCheck {
         ownControl.putIntVolatile(SegmentLayout.STATE_OFFSET, SegmentLayout.STATE_ABORTED);
     }
 
-    static String readMessage(AtomicBuffer control) {
+    /** The message a rank wrote with {@link #markAborted}. */
+    public static String readMessage(AtomicBuffer control) {
         int n = Math.min(Math.max(control.getIntVolatile(SegmentLayout.MESSAGE_LENGTH_OFFSET), 0), SegmentLayout.MESSAGE_MAX);
         byte[] bytes = new byte[n];
         control.getBytes(SegmentLayout.MESSAGE_OFFSET, bytes);

@@ -66,6 +66,7 @@ public final class GpuCommunicator implements Communicator {
     static final String ENTRY_P2P = "gpu.p2p";
     static final String ENTRY_HOST = "gpu.host";
     static final String ENTRY_HOST_SHM = "gpu.host.shm";
+    static final String ENTRY_ABORT_RECORD = "gpu.abort";
     /** Default Simple buffer per channel on GPUs when SPARKCCL_BUFFSIZE is not set (NCCL's default). */
     static final long DEFAULT_GPU_BUFFSIZE = 4L << 20;
     /**
@@ -104,6 +105,8 @@ public final class GpuCommunicator implements Communicator {
     private GpuWindow.Host hostWindowToUnlink;
     /** Host windows live in /dev/shm; what a dead peer left there is removed through this. */
     private ShmTransport shm;
+    /** Why a rank failed, readable by its peers (null without /dev/shm): see {@link GpuAbortRecords}. */
+    private GpuAbortRecords abortRecords;
     private DeviceBuffer devComm;
     private DeviceBuffer channelState;
     private DeviceBuffer ringOrders;
@@ -225,6 +228,10 @@ public final class GpuCommunicator implements Communicator {
             me = me.withEntry(ENTRY_HOST, hostWindow.connectBlob(rank, size, hostHash, device))
                     .withEntry(ENTRY_HOST_SHM, hostWindow.shmBlob());
         }
+        if (size > 1 && shm.unavailableReason() == null) {
+            abortRecords = own(new GpuAbortRecords(shm, rank));
+            me = me.withEntry(ENTRY_ABORT_RECORD, abortRecords.connectBlob());
+        }
 
         byte[][] all = bootstrap.allGather(me.encode());
 
@@ -255,6 +262,13 @@ public final class GpuCommunicator implements Communicator {
             }
         }
         warnAboutSharedQueues(sharingGpu);
+        if (abortRecords != null) {
+            byte[][] recordBlobs = new byte[size][];
+            for (int r = 0; r < size; r++) {
+                recordBlobs[r] = infos[r].entry(ENTRY_ABORT_RECORD);
+            }
+            abortRecords.open(shm, infos, recordBlobs);
+        }
         if (sharingGpu > 1) {
             launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
         }
@@ -735,13 +749,27 @@ public final class GpuCommunicator implements Communicator {
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
         int dead = watcher == null ? -1 : watcher.deadPeer();
         boolean cancelledSeen = watcher != null && watcher.cancelSeen();
-        if (code == DevCommLayout.CODE_OK && dead < 0 && !cancelledSeen) {
+        if (abortRecords != null) {
+            abortRecords.removeNameOnceEveryPeerMappedIt();
+        }
+        // A peer that aborted (also between collectives): the next call fails at once, naming it.
+        PeerFailedException aborted = dead >= 0 || abortRecords == null ? null : abortRecords.peerAbort(
+                code == DevCommLayout.CODE_OK && !streamCalls.pending() ? "before this rank's next collective"
+                        : "while this rank's stream-ordered collectives ran");
+        if (code == DevCommLayout.CODE_OK && dead < 0 && !cancelledSeen && aborted == null) {
             return;
         }
         String call = failedStreamCall();
+        if (aborted != null) {
+            record(aborted);
+            markBroken(aborted.getMessage());
+            throw aborted;
+        }
         if (cancelledSeen && dead < 0) {
-            markBroken("rank " + rank + " on " + device.where() + ": " + call + " cancelled (task killed)");
-            throw new CclException(brokenBy + "; the other ranks stop with an abort");
+            CclException e = ownFailure("rank " + rank + " on " + device.where() + ": " + call
+                    + " cancelled (task killed); the other ranks stop with an abort", "while " + call + " ran");
+            markBroken(e.getMessage());
+            throw e;
         }
         throw fail(call, code, dead);
     }
@@ -774,6 +802,7 @@ public final class GpuCommunicator implements Communicator {
         }
         if (watcher == null) {
             watcher = own(new GpuPeerWatcher("sparkccl-gpu-watch-rank" + rank, size, this::isDead, cancelled,
+                    () -> abortRecords != null && abortRecords.peerAbort("") != null,
                     () -> statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1)));
         }
         streamCalls.before(on);
@@ -821,6 +850,7 @@ public final class GpuCommunicator implements Communicator {
                 // Launch anyway, with the abort raised: the kernel stops at its first wait and raises every
                 // peer's abort word, so ranks in other processes stop too instead of waiting for the timeout.
                 gateFailure = e;
+                record(e); // before the abort word: the peers read why
                 statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
             }
         }
@@ -940,6 +970,8 @@ public final class GpuCommunicator implements Communicator {
         int deadPeer = -1;
         boolean hostTimedOut = false;
         String stoppedBy = null;
+        CclException stopped = null;
+        PeerFailedException peerAbort = null;
         int seq = header.sequence;
         idle.reset();
         while (statusView.getIntVolatile(DevCommLayout.STATUS_DONE_SEQ) != seq) {
@@ -962,6 +994,9 @@ public final class GpuCommunicator implements Communicator {
                     stoppedBy = "cancelled (task killed)";
                 }
                 if (stoppedBy != null) {
+                    stopped = ownFailure("rank " + rank + " on " + device.where() + ": " + header.describe() + " "
+                            + stoppedBy + "; the other ranks stop with an abort", "while this rank waited for "
+                            + header.describe());
                     statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
                 }
             }
@@ -974,15 +1009,27 @@ public final class GpuCommunicator implements Communicator {
                         statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
                     }
                 }
+                if (deadPeer < 0 && peerAbort == null && stoppedBy == null && abortRecords != null) {
+                    // A peer that failed outside a collective (its task, between them) has no kernel to stop ours.
+                    peerAbort = abortRecords.peerAbort("while this rank waited for " + header.describe());
+                    if (peerAbort != null) {
+                        record(peerAbort);
+                        statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
+                    }
+                }
                 if (!hostTimedOut && timeoutNs > 0 && now - start > timeoutNs + TimeUnit.SECONDS.toNanos(10)) {
                     hostTimedOut = true;
                     statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
                 }
             }
         }
-        if (stoppedBy != null) {
-            markBroken("rank " + rank + " on " + device.where() + ": " + header.describe() + " " + stoppedBy);
-            throw new CclException(brokenBy + "; the other ranks stop with an abort");
+        if (stopped != null) {
+            markBroken(stopped.getMessage());
+            throw stopped;
+        }
+        if (peerAbort != null && deadPeer < 0) {
+            markBroken(peerAbort.getMessage());
+            throw peerAbort;
         }
         int code = statusView.getIntVolatile(DevCommLayout.STATUS_CODE);
         if (code == DevCommLayout.CODE_OK && deadPeer < 0 && !hostTimedOut) {
@@ -1029,8 +1076,10 @@ public final class GpuCommunicator implements Communicator {
                 + " (pid " + infos[dead].pid() + ") died, and the GPU memory this rank's kernel was reading from it went"
                 + " with it (" + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
                 + " context after such an error: the process must be restarted (in Spark, the executor)";
+        PeerFailedException e = new PeerFailedException(dead, message, cuda);
+        record(e);
         markBroken(message);
-        return new PeerFailedException(dead, message, cuda);
+        return e;
     }
 
     private int deadPeer() {
@@ -1076,12 +1125,63 @@ public final class GpuCommunicator implements Communicator {
             e = new CclException(what + ": the collective kernel ended without reporting completion (it was lost "
                     + "or crashed); run with compute-sanitizer to find out why");
         } else if (code == DevCommLayout.CODE_PEER_ABORT) {
-            e = new CclException(what + " aborted because another rank failed; that rank's error says why");
+            PeerFailedException named = abortRecords == null ? null
+                    : abortRecords.awaitPeerAbort("while this rank waited for " + call, GpuAbortRecords.RECORD_WAIT_MS);
+            // Unnamed, it is not recorded: a peer reading this rank's record would take this rank for the cause.
+            e = named != null ? named : new CclException(what + " aborted because another rank failed; that rank's "
+                    + "error says why");
+            if (named == null) {
+                markBroken(e.getMessage());
+                return e;
+            }
         } else {
             e = new CclTimeoutException(what + " did not finish within SPARKCCL_TIMEOUT_MS plus 10 s; it was stopped");
         }
+        record(e);
         markBroken(e.getMessage());
         return e;
+    }
+
+    /**
+     * Writes {@code e} to this rank's abort record, where peers read why it failed; the rank it names
+     * as the cause is the peer that failed first (a {@link PeerFailedException}'s), else this rank.
+     */
+    private void record(CclException e) {
+        if (abortRecords != null) {
+            abortRecords.markAborted(e instanceof PeerFailedException ? ((PeerFailedException) e).failedRank() : rank,
+                    String.valueOf(e.getMessage()));
+        }
+    }
+
+    /**
+     * A failure of this rank's own (its task cancelled or killed, its wait interrupted), recorded for
+     * its peers before it raises its abort word. A peer whose record says it failed before is the cause
+     * (Spark kills the rest of a barrier stage because one task failed): then the error, and the
+     * record, name that peer; {@code when} says what this rank was doing.
+     */
+    private CclException ownFailure(String message, String when) {
+        PeerFailedException before = abortRecords == null ? null : abortRecords.peerAbort(when);
+        CclException e = before == null ? new CclException(message)
+                : new PeerFailedException(before.failedRank(), message + "; before that: " + before.getMessage(), before);
+        record(e);
+        return e;
+    }
+
+    /**
+     * Tells the peers that this rank failed outside its collectives (its Spark task failed or was
+     * killed between them): its abort record says {@code reason}, so that a peer waiting in a
+     * collective for this rank, or entering one, fails within its next check (50 ms) naming this rank
+     * and the reason; this rank's stream-ordered calls still queued stop. Does nothing once closed or
+     * broken (a failed collective already recorded why).
+     */
+    @Override
+    public void abort(String reason) {
+        if (closed || brokenBy != null || size == 1) {
+            return;
+        }
+        CclException e = ownFailure("rank " + rank + ": " + reason, "while this rank was between collectives");
+        markBroken(e.getMessage());
+        statusView.putIntVolatile(DevCommLayout.STATUS_HOST_ABORT, 1);
     }
 
     /**

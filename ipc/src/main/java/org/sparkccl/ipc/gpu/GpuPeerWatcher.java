@@ -6,8 +6,8 @@ import java.util.function.IntPredicate;
 
 /**
  * Watches for what a blocking call's wait would notice while stream-ordered calls run and nobody
- * waits for them on the host: a peer process that died, or the caller's cancel flag (Spark's task
- * kill). Then it raises the host abort word the kernels poll, so that they stop instead of waiting for
+ * waits for them on the host: a peer process that died, a peer that aborted (its abort record, see
+ * {@link GpuAbortRecords}), or the caller's cancel flag (Spark's task kill). Then it raises the host abort word the kernels poll, so that they stop instead of waiting for
  * a peer that will never come, and keeps the reason for the next call on the communicator,
  * {@code synchronize} or {@code checkErrors}. One daemon thread per communicator, started by its first
  * stream-ordered call; it checks every {@link #INTERVAL_MS} ms, as a blocking wait does.
@@ -18,17 +18,24 @@ final class GpuPeerWatcher implements AutoCloseable {
     private final int size;
     private final IntPredicate isDead;
     private final BooleanSupplier cancelled;
+    private final BooleanSupplier peerAborted;
     private final Runnable raiseAbort;
     private final Thread thread;
     private volatile int deadPeer = -1;
     private volatile boolean cancelSeen;
+    private volatile boolean peerAbortSeen;
     private volatile boolean stopped;
 
-    /** {@code isDead(r)}: rank r's process has ended; {@code raiseAbort} raises this rank's host abort word. */
-    GpuPeerWatcher(String name, int size, IntPredicate isDead, BooleanSupplier cancelled, Runnable raiseAbort) {
+    /**
+     * {@code isDead(r)}: rank r's process has ended; {@code peerAborted}: some peer's abort record says it
+     * failed; {@code raiseAbort} raises this rank's host abort word.
+     */
+    GpuPeerWatcher(String name, int size, IntPredicate isDead, BooleanSupplier cancelled, BooleanSupplier peerAborted,
+                   Runnable raiseAbort) {
         this.size = size;
         this.isDead = isDead;
         this.cancelled = cancelled;
+        this.peerAborted = peerAborted;
         this.raiseAbort = raiseAbort;
         this.thread = new Thread(this::watch, name);
         thread.setDaemon(true);
@@ -45,8 +52,13 @@ final class GpuPeerWatcher implements AutoCloseable {
         return cancelSeen;
     }
 
+    /** True once a peer's abort record was seen (the communicator reads which peer, and why, from the records). */
+    boolean peerAbortSeen() {
+        return peerAbortSeen;
+    }
+
     private void watch() {
-        while (!stopped && deadPeer < 0 && !cancelSeen) {
+        while (!stopped && deadPeer < 0 && !cancelSeen && !peerAbortSeen) {
             try {
                 TimeUnit.MILLISECONDS.sleep(INTERVAL_MS);
             } catch (InterruptedException e) {
@@ -57,10 +69,13 @@ final class GpuPeerWatcher implements AutoCloseable {
                     deadPeer = r;
                 }
             }
-            if (deadPeer < 0 && cancelled.getAsBoolean()) {
+            if (deadPeer < 0 && peerAborted.getAsBoolean()) {
+                peerAbortSeen = true;
+            }
+            if (deadPeer < 0 && !peerAbortSeen && cancelled.getAsBoolean()) {
                 cancelSeen = true;
             }
-            if (deadPeer >= 0 || cancelSeen) {
+            if (deadPeer >= 0 || peerAbortSeen || cancelSeen) {
                 raiseAbort.run();
             }
         }

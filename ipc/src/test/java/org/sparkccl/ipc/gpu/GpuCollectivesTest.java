@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
@@ -268,7 +269,7 @@ class GpuCollectivesTest {
     /**
      * A killed task: rank 0 waits in a collective that rank 1 has not called yet; rank 0's killed flag ends
      * rank 0's call (its kernel is asked to stop and raises the abort words), and rank 1's late call
-     * fails at once with the abort instead of waiting for the (long) timeout.
+     * fails at once naming rank 0 and why (its abort record) instead of waiting for the (long) timeout.
      */
     @Test
     void aCancelledRankStopsItsKernelAndItsPeers() throws Exception {
@@ -293,7 +294,54 @@ class GpuCollectivesTest {
                 });
         String all = String.join(" | ", messages);
         assertTrue(all.contains("0: ") && all.contains("cancelled (task killed)"), all);
-        assertTrue(all.contains("1: ") && all.contains("aborted because another rank failed"), all);
+        // Rank 1 reads why from rank 0's abort record: rank 0 and its reason, not just "another rank".
+        assertTrue(all.contains("1: rank 1: rank 0 aborted before this rank's next collective: rank 0 on "), all);
+    }
+
+    /**
+     * A rank that fails between collectives (in Spark: its task killed; SparkCcl's failure listener calls
+     * {@code abort}): its peer, waiting for it in a blocking call and then in stream-ordered calls, fails
+     * within about 50 ms of the abort naming it and the reason (its abort record), not at the timeout.
+     */
+    @Test
+    void aRankAbortedBetweenCollectivesIsNamedByItsPeer() throws Exception {
+        GpuTestSupport.assumeGpus(1);
+        String reason = "its Spark task was killed (the test kills rank 0) between collectives";
+        long abortAfterMs = 500;
+        for (boolean streamOrdered : new boolean[] {false, true}) {
+            List<String> seen = Collections.synchronizedList(new ArrayList<>());
+            GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params("SPARKCCL_TIMEOUT_MS", "120000"),
+                    comm -> {
+                        DeviceBuffer b = GpuTestSupport.Buffers.of().a;
+                        long count = 65_537;
+                        comm.allReduce(b.address(), b.address(), count, DataType.FLOAT32, ReduceOp.SUM);
+                        if (comm.rank() == 0) {
+                            Thread.sleep(abortAfterMs); // rank 1 waits in its next call meanwhile
+                            comm.abort(reason);
+                            return;
+                        }
+                        long start = System.nanoTime();
+                        PeerFailedException e = assertThrows(PeerFailedException.class, () -> {
+                            if (streamOrdered) {
+                                comm.allReduce(b.address(), b.address(), count, DataType.FLOAT32, ReduceOp.SUM,
+                                        comm.stream());
+                                comm.synchronize(comm.stream());
+                            } else {
+                                comm.allReduce(b.address(), b.address(), count, DataType.FLOAT32, ReduceOp.SUM);
+                            }
+                        });
+                        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                        seen.add((streamOrdered ? "stream-ordered" : "blocking") + ": rank 1 failed " + ms
+                                + " ms after entering its call (rank 0 aborted after " + abortAfterMs + " ms) with: "
+                                + e.getMessage());
+                        assertEquals(0, e.failedRank(), e.getMessage());
+                        assertTrue(e.getMessage().contains("rank 1: rank 0 aborted while this rank")
+                                && e.getMessage().contains("rank 0: " + reason), e.getMessage());
+                        assertTrue(ms < abortAfterMs + 1_500, "rank 1 failed " + ms + " ms after entering its call");
+                    });
+            seen.forEach(line -> System.out.println("MEASURED abort between collectives, " + line));
+            assertEquals(1, seen.size(), "rank 1 did not fail as expected");
+        }
     }
 
     /**

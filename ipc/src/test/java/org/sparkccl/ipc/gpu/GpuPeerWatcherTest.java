@@ -17,7 +17,7 @@ class GpuPeerWatcherTest {
         AtomicInteger dead = new AtomicInteger(-1);
         AtomicInteger raised = new AtomicInteger();
         CountDownLatch abort = new CountDownLatch(1);
-        try (GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch", 3, r -> r == dead.get(), () -> false, () -> {
+        try (GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch", 3, r -> r == dead.get(), () -> false, () -> false, () -> {
             raised.incrementAndGet();
             abort.countDown();
         })) {
@@ -37,7 +37,8 @@ class GpuPeerWatcherTest {
     void aCancelledTaskRaisesTheAbort() throws Exception {
         AtomicBoolean cancelled = new AtomicBoolean();
         CountDownLatch abort = new CountDownLatch(1);
-        try (GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch", 2, r -> false, cancelled::get, abort::countDown)) {
+        try (GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch", 2, r -> false, cancelled::get, () -> false,
+                abort::countDown)) {
             cancelled.set(true);
             assertTrue(abort.await(5, TimeUnit.SECONDS), "the abort was not raised");
             assertTrue(watcher.cancelSeen());
@@ -46,8 +47,27 @@ class GpuPeerWatcherTest {
     }
 
     @Test
+    void aPeersAbortRecordRaisesTheAbortBeforeTheCancel() throws Exception {
+        AtomicBoolean aborted = new AtomicBoolean();
+        AtomicBoolean cancelled = new AtomicBoolean();
+        CountDownLatch abort = new CountDownLatch(1);
+        try (GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch", 2, r -> false, cancelled::get, aborted::get,
+                abort::countDown)) {
+            Thread.sleep(3 * GpuPeerWatcher.INTERVAL_MS);
+            assertEquals(1, abort.getCount(), "no peer aborted yet");
+            // Spark kills the rest of a stage after one task failed: the peer's failure is the cause.
+            cancelled.set(true);
+            aborted.set(true);
+            assertTrue(abort.await(5, TimeUnit.SECONDS), "the abort was not raised");
+            assertTrue(watcher.peerAbortSeen() || watcher.cancelSeen());
+            assertEquals(-1, watcher.deadPeer());
+        }
+    }
+
+    @Test
     void closeEndsTheThread() {
-        GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch-close", 2, r -> false, () -> false, () -> { });
+        GpuPeerWatcher watcher = new GpuPeerWatcher("test-watch-close", 2, r -> false, () -> false, () -> false,
+                () -> { });
         watcher.close();
         assertFalse(Thread.getAllStackTraces().keySet().stream()
                 .anyMatch(t -> t.getName().equals("test-watch-close") && t.isAlive()), "the watcher thread lives on");
