@@ -1207,6 +1207,8 @@ public final class GpuCommunicator implements Communicator {
         if (closed || brokenBy != null) {
             return;
         }
+        // The record first, as every failure of this rank's own: peers stopped by the kernel name the reason.
+        record(new CclException(reason));
         markBroken(reason);
         if (size == 1) {
             return;
