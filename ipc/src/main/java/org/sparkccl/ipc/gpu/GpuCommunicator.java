@@ -2,6 +2,7 @@ package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -204,7 +205,7 @@ public final class GpuCommunicator implements Communicator {
         byte[] hostHash = GpuConnectBlob.hostHash(HostIdentity.hostId());
         GpuWindow.Device deviceWindow = null;
         if (!p2pDisabled && size > 1) {
-            deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
+            deviceWindow = own(GpuWindow.Device.create(device, deviceWindowBytes, stream, owner, params, log));
         }
         shm = own(new ShmTransport(params, log));
         GpuWindow.Host hostWindow = null;
@@ -501,7 +502,15 @@ public final class GpuCommunicator implements Communicator {
         if (infos[peer].sameProcess(infos[rank])) {
             return PeerWindow.direct(device, blob, stream, where, probeOffset);
         }
-        return PeerWindow.ipc(device, blob, stream, where, probeOffset);
+        try {
+            return PeerWindow.otherProcess(device, blob, stream, where, probeOffset, Duration.ofNanos(Math.max(0, timeoutNs)));
+        } catch (RuntimeException e) {
+            if (isDead(peer)) { // its descriptor server or IPC handle went with it
+                throw new PeerFailedException(peer, "rank " + rank + " on " + device.where() + ": rank " + peer + " (pid "
+                        + infos[peer].pid() + ") died while this rank opened its GPU window (" + e.getMessage() + ")", e);
+            }
+            throw e;
+        }
     }
 
     /**

@@ -10,6 +10,9 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.cuda.ImportedDeviceMemory;
+import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
 import org.sparkccl.ipc.launch.LaunchedRank;
@@ -22,7 +25,9 @@ import org.sparkccl.ipc.launch.LaunchedRank;
  * connect or in a collective, at a point nobody chooses. A survivor prints {@code SURVIVOR <ms>
  * <message>} (from its last successful call, or from the meeting, to its error), closes its
  * communicator and prints
- * {@code GPUMEM <bytes in use before> <after>}. Args: {@code seed}.
+ * {@code GPUMEM <bytes in use before> <after>} and {@code LEFT <bytes of device, shareable, imported and
+ * pinned memory still counted>}. Every rank that connected prints {@code LINKS}, how it reaches its peer.
+ * Args: {@code seed}.
  */
 public final class GpuKillRank {
     private static final long[] COUNTS = {7, 4099, 262_147, 4_194_307};
@@ -46,6 +51,7 @@ public final class GpuKillRank {
             start = System.nanoTime();
             try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, ordinal, Params.fromEnvironment());
                  DeviceBuffer buffer = DeviceBuffer.allocate(device, COUNTS[COUNTS.length - 1] * 4, "kill trial")) {
+                System.out.println("LINKS rank " + me.rank() + ": " + comm.describeLinks());
                 buffer.fill((byte) 0x3f, comm.stream());
                 while (true) {
                     long count = COUNTS[(int) (calls++ % COUNTS.length)];
@@ -59,6 +65,8 @@ public final class GpuKillRank {
         }
         sleep(1000); // the victim's context is torn down by the driver after its death
         System.out.println("GPUMEM " + usedBefore + " " + device.usedBytes());
+        System.out.println("LEFT " + (DeviceBuffer.outstandingBytes() + ShareableDeviceMemory.outstandingBytes()
+                + ImportedDeviceMemory.mappedBytes() + PinnedHostBuffer.outstandingBytes()));
     }
 
     /** SIGKILL of this process from another thread, after the communicator's bootstrap is up. */

@@ -31,6 +31,7 @@ import org.sparkccl.ipc.launch.RankLauncher;
 class GpuKillTrialsTest {
     private static final Pattern SURVIVOR = Pattern.compile("SURVIVOR (\\d+) (.*)");
     private static final Pattern GPUMEM = Pattern.compile("GPUMEM (\\d+) (\\d+)");
+    private static final Pattern LEFT = Pattern.compile("LEFT (\\d+)");
     /** The survivor's own CUDA context and module stay loaded until it exits; the victim's must be gone. */
     private static final long MEMORY_SLACK = 64L << 20;
 
@@ -41,6 +42,9 @@ class GpuKillTrialsTest {
         int trials = Integer.getInteger("sparkccl.killTrials", 20);
         List<String> failures = new ArrayList<>();
         long slowest = 0;
+        int lostContexts = 0;
+        int viaCuMem = 0;
+        int viaIpc = 0;
         for (int trial = 0; trial < trials; trial++) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             PrintStream sink = new PrintStream(out, true, StandardCharsets.UTF_8);
@@ -51,6 +55,9 @@ class GpuKillTrialsTest {
             String what = "trial " + trial + ": ";
             Matcher s = SURVIVOR.matcher(text);
             Matcher m = GPUMEM.matcher(text);
+            Matcher counted = LEFT.matcher(text);
+            viaCuMem += text.contains("via P2P/CUMEM") ? 1 : 0;
+            viaIpc += text.contains("via P2P/IPC") ? 1 : 0;
             if (!s.find()) {
                 failures.add(what + "no survivor error: " + result.failure() + "\n" + text);
                 continue;
@@ -63,6 +70,17 @@ class GpuKillTrialsTest {
             }
             if (!s.group(2).contains("rank 1") && !s.group(2).contains("died")) {
                 failures.add(what + "the survivor's error does not name rank 1: " + s.group(2));
+            }
+            // A kernel that read freed memory of the victim stops with an illegal address, which ends the
+            // survivor's whole CUDA context (the failure sharing windows as CUDA virtual memory prevents).
+            if (s.group(2).contains("ILLEGAL_ADDRESS") || s.group(2).contains("CUDA context")) {
+                lostContexts++;
+                failures.add(what + "the survivor lost its CUDA context: " + s.group(2));
+            }
+            String leftBytes = counted.find() ? counted.group(1) : null;
+            if (!"0".equals(leftBytes)) {
+                failures.add(what + "the survivor still counts GPU or pinned memory after close: "
+                        + (leftBytes == null ? "no report" : leftBytes + " bytes"));
             }
             if (result.exitCode(0) != 0) {
                 failures.add(what + "the survivor exited " + result.exitCode(0));
@@ -81,7 +99,8 @@ class GpuKillTrialsTest {
             }
         }
         System.out.println("MEASURED GPU kill trials: " + trials + ", slowest survivor error " + slowest + " ms, "
-                + failures.size() + " failed");
+                + lostContexts + " lost CUDA contexts, windows via P2P/CUMEM in " + viaCuMem + " and via P2P/IPC in "
+                + viaIpc + " trials, " + failures.size() + " failed");
         assertEquals(List.of(), failures);
         assertTrue(trials > 0);
     }
