@@ -27,10 +27,11 @@ import org.sparkccl.ipc.launch.LaunchedRank;
  * communicator and prints
  * {@code GPUMEM <bytes in use before> <after>} and {@code LEFT <bytes of device, shareable, imported and
  * pinned memory still counted>}. Every rank that connected prints {@code LINKS}, how it reaches its peer.
- * Args: {@code seed}.
+ * Args: {@code seed [counts]}: counts (comma-separated element counts, cycled) replace the default mix,
+ * e.g. only 16 MB Simple calls.
  */
 public final class GpuKillRank {
-    private static final long[] COUNTS = {7, 4099, 262_147, 4_194_307};
+    private static final long[] DEFAULT_COUNTS = {7, 4099, 262_147, 4_194_307};
 
     private GpuKillRank() {
     }
@@ -38,6 +39,8 @@ public final class GpuKillRank {
     public static void main(String[] args) throws Exception {
         LaunchedRank me = LaunchedRank.fromEnvironment();
         long seed = Long.parseLong(args[0]);
+        long[] counts = args.length > 1 && !args[1].isBlank()
+                ? java.util.Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray() : DEFAULT_COUNTS;
         boolean victim = me.rank() == me.size() - 1;
         int ordinal = me.rank() % GpuSupport.deviceCount();
         CudaDevice device = CudaDevice.get(ordinal);
@@ -50,11 +53,12 @@ public final class GpuKillRank {
             }
             start = System.nanoTime();
             try (GpuCommunicator comm = GpuCommunicators.create(bootstrap, ordinal, Params.fromEnvironment());
-                 DeviceBuffer buffer = DeviceBuffer.allocate(device, COUNTS[COUNTS.length - 1] * 4, "kill trial")) {
+                 DeviceBuffer buffer = DeviceBuffer.allocate(device, java.util.Arrays.stream(counts).max().getAsLong() * 4,
+                         "kill trial")) {
                 System.out.println("LINKS rank " + me.rank() + ": " + comm.describeLinks());
                 buffer.fill((byte) 0x3f, comm.stream());
                 while (true) {
-                    long count = COUNTS[(int) (calls++ % COUNTS.length)];
+                    long count = counts[(int) (calls++ % counts.length)];
                     comm.allReduce(buffer.address(), buffer.address(), count, DataType.FLOAT32, ReduceOp.MAX);
                     start = System.nanoTime();
                 }

@@ -21,7 +21,8 @@ import org.sparkccl.ipc.launch.RankLauncher;
 
 /**
  * SIGKILL of a GPU rank at a random point (bootstrap, connect, one-shot, LL or Simple all-reduce;
- * {@link GpuKillRank}), {@code sparkccl.killTrials} times (20 by default): the survivor throws within
+ * {@link GpuKillRank}), {@code sparkccl.killTrials} times (20 by default; {@code sparkccl.killCounts}, comma-separated
+ * element counts, replaces the mix of call sizes): the survivor throws within
  * 10 s naming the dead rank, nothing of either process is left in /dev/shm (but for a rank that died
  * inside the bootstrap, whose segment names nobody learnt), and the GPU memory in use returns to
  * where it was before the survivor started. Two ranks: on two GPUs where there are
@@ -48,7 +49,8 @@ class GpuKillTrialsTest {
         for (int trial = 0; trial < trials; trial++) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             PrintStream sink = new PrintStream(out, true, StandardCharsets.UTF_8);
-            LaunchResult result = RankLauncher.of(2, GpuKillRank.class.getName()).args(Long.toString(1000 + trial))
+            LaunchResult result = RankLauncher.of(2, GpuKillRank.class.getName())
+                    .args(Long.toString(1000 + trial), System.getProperty("sparkccl.killCounts", ""))
                     .env("SPARKCCL_TIMEOUT_MS", "60000").survivorGrace(Duration.ofSeconds(30))
                     .timeout(Duration.ofSeconds(90)).output(sink, sink).run();
             String text = out.toString(StandardCharsets.UTF_8);
@@ -76,6 +78,7 @@ class GpuKillTrialsTest {
             if (s.group(2).contains("ILLEGAL_ADDRESS") || s.group(2).contains("CUDA context")) {
                 lostContexts++;
                 failures.add(what + "the survivor lost its CUDA context: " + s.group(2));
+                System.out.println(what + "both ranks' output:\n" + text);
             }
             String leftBytes = counted.find() ? counted.group(1) : null;
             if (!"0".equals(leftBytes)) {
