@@ -76,8 +76,8 @@ abstract class GpuWindow implements AutoCloseable {
      *
      * <p>Why the descriptor is preferred: a peer that imports it holds the memory itself, so when this
      * process dies the peer's kernel still reading the window finds stale data (and then the abort the
-     * host raises) instead of freed memory. Through CUDA IPC the memory went with this process, and the
-     * peer's kernel stopped with an illegal address that ended its whole CUDA context.
+     * host raises), by CUDA's documented rules rather than by whatever the driver does with a dead
+     * process's IPC exports (GpuWindowOwnerDiesTest checks it on the GPU).
      *
      * <p>A predecessor rank of this process writes into the window through the raw pointer (its
      * kernel raises this rank's abort word even after this rank is done, when the predecessor fails

@@ -14,8 +14,8 @@ import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.HostRegistration;
-import org.sparkccl.ipc.cuda.ImportedDeviceMemory;
 import org.sparkccl.ipc.cuda.IpcMemory;
+import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.shm.ShmTransport;
 
 /** The successor's receive window, opened by this rank: the memory its kernel sends into. */
@@ -86,7 +86,7 @@ abstract class PeerWindow implements AutoCloseable {
         long base;
         String via;
         if (blob.kind == GpuConnectBlob.KIND_DEVICE_FD) {
-            ImportedDeviceMemory imported = importWindow(me, blob, opening, fetchTimeout);
+            ShareableDeviceMemory imported = importWindow(me, blob, opening, fetchTimeout);
             mapping = imported;
             base = imported.address();
             via = "P2P/CUMEM";
@@ -130,7 +130,7 @@ abstract class PeerWindow implements AutoCloseable {
     }
 
     /** Fetches the window's descriptor from the peer's descriptor server and imports it; the descriptor is closed. */
-    private static ImportedDeviceMemory importWindow(CudaDevice me, GpuConnectBlob blob, String opening,
+    private static ShareableDeviceMemory importWindow(CudaDevice me, GpuConnectBlob blob, String opening,
                                                      Duration fetchTimeout) {
         int fd;
         try {
@@ -141,7 +141,7 @@ abstract class PeerWindow implements AutoCloseable {
                     + "SPARKCCL_CUMEM_ENABLE=0 on every rank to share GPU windows through CUDA IPC", e);
         }
         try {
-            return ImportedDeviceMemory.open(me, fd, blob.allocationBytes, opening);
+            return ShareableDeviceMemory.importDescriptor(me, fd, blob.allocationBytes, opening);
         } finally {
             LibC.close(fd);
         }

@@ -13,7 +13,6 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.cuda.HostRegistration;
-import org.sparkccl.ipc.cuda.ImportedDeviceMemory;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.shm.ShmTransport;
@@ -126,7 +125,7 @@ final class GpuTestSupport {
         org.junit.jupiter.api.Assertions.assertEquals(0, HostRegistration.outstandingBytes(), "host registrations leaked");
         org.junit.jupiter.api.Assertions.assertEquals(0, ShareableDeviceMemory.outstandingBytes(),
                 "shareable device memory (GPU windows) leaked");
-        org.junit.jupiter.api.Assertions.assertEquals(0, ImportedDeviceMemory.mappedBytes(),
+        org.junit.jupiter.api.Assertions.assertEquals(0, ShareableDeviceMemory.importedBytes(),
                 "imported peer windows leaked");
         org.junit.jupiter.api.Assertions.assertEquals(0, ShmTransport.mappedBytesInJvm(), "shm mappings leaked");
     }

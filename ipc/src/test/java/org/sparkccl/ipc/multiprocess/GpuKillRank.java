@@ -10,7 +10,6 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
-import org.sparkccl.ipc.cuda.ImportedDeviceMemory;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
@@ -70,7 +69,7 @@ public final class GpuKillRank {
         sleep(1000); // the victim's context is torn down by the driver after its death
         System.out.println("GPUMEM " + usedBefore + " " + device.usedBytes());
         System.out.println("LEFT " + (DeviceBuffer.outstandingBytes() + ShareableDeviceMemory.outstandingBytes()
-                + ImportedDeviceMemory.mappedBytes() + PinnedHostBuffer.outstandingBytes()));
+                + ShareableDeviceMemory.importedBytes() + PinnedHostBuffer.outstandingBytes()));
     }
 
     /** SIGKILL of this process from another thread, after the communicator's bootstrap is up. */

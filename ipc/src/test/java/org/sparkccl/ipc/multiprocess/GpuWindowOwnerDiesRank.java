@@ -12,7 +12,6 @@ import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
-import org.sparkccl.ipc.cuda.ImportedDeviceMemory;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.launch.LaunchedRank;
 
@@ -72,9 +71,9 @@ public final class GpuWindowOwnerDiesRank {
         long size = offer.getLong();
         long ownerPid = offer.getLong();
         int fd = DescriptorServer.fetch(socketId, secret, Duration.ofSeconds(10));
-        ImportedDeviceMemory imported;
+        ShareableDeviceMemory imported;
         try {
-            imported = ImportedDeviceMemory.open(device, fd, size, "survivor");
+            imported = ShareableDeviceMemory.importDescriptor(device, fd, size, "survivor");
         } finally {
             LibC.close(fd);
         }
@@ -97,7 +96,7 @@ public final class GpuWindowOwnerDiesRank {
         imported.close();
         Thread.sleep(500);
         long after = device.usedBytes();
-        System.out.println("HELD " + before + " " + after + " mapped " + ImportedDeviceMemory.mappedBytes());
+        System.out.println("HELD " + before + " " + after + " mapped " + ShareableDeviceMemory.importedBytes());
         stream.close();
     }
 }
