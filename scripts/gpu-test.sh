@@ -3,7 +3,7 @@
 # (default .device) carried along: the gpu-tagged JUnit tests, then sparkccl's GPU AllReduce
 # benchmark and NCCL's (through PyTorch) side by side. Full logs go to $OUT (or ./gpu-out); a short
 # table is printed last.
-# Usage: bash .device/gpu-test.sh [tests|bench|all|select|twolevel|...] [DEVICE_DIR]
+# Usage: bash .device/gpu-test.sh [tests|bench|all|select|twolevel|vmm|vmm-kill|...] [DEVICE_DIR]
 set -uo pipefail
 what=${1:-all}
 dev=${2:-.device}
@@ -113,6 +113,48 @@ if [ "$what" = twolevel ]; then
   done
   bench threads -- -b 8 -e 64M -f 4 -n 10 -w 3 -g 1 --ranks-per-gpu 2 --threads
   grep -v "^# settings" "$out/bench-threads.log"
+fi
+
+if [ "$what" = vmm ]; then
+  # Issue 15 (GPU windows as CUDA virtual memory, shared by file descriptor): the owner-dies check, the
+  # kill trials, the cross-process collectives, the thread collectives, then the other gpu-tagged tests;
+  # each a JUnit run of its own, all within one deadline (VMM_SECONDS), so that one that runs long still
+  # leaves the others' results.
+  deadline=$(( $(date +%s) + ${VMM_SECONDS:-280} ))
+  for cls in multiprocess.GpuWindowOwnerDiesTest multiprocess.GpuKillTrialsTest gpu.GpuCrossProcessTest \
+      gpu.GpuCollectivesTest gpu.GpuForcedRingsTest gpu.GpuStreamOrderedTest gpu.GpuLl128Test \
+      train.GpuModelTrainerTest; do
+    name=${cls##*.}
+    left=$(( deadline - $(date +%s) ))
+    if [ "$left" -le 10 ]; then echo "== $name: no time left"; continue; fi
+    start=$(date +%s)
+    timeout "$left" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+      --class-path "$dev/test-classes" --select-class "org.sparkccl.ipc.$cls" --include-tag gpu --details=tree \
+      --disable-banner --disable-ansi-colors --reports-dir "$out/junit-$name" > "$out/junit-$name.log" 2>&1
+    echo "== $name: exit $? after $(( $(date +%s) - start )) s"
+    grep -E "tests (successful|failed|aborted)|MEASURED|✘" "$out/junit-$name.log" | head -12
+    grep -m1 -B2 -A20 -E "^\s+=> |Exception in thread" "$out/junit-$name.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -24
+  done
+fi
+
+if [ "$what" = vmm-kill ]; then
+  # Where the survivor's CUDA context still goes (issue 15): kill trials of 16 MB Simple calls only, with GPU
+  # windows as CUDA virtual memory and through CUDA IPC, then the default mix; the kernel log's Xid lines last.
+  kill_trials() { # label, trials, counts, env...
+    local label=$1 trials=$2 counts=$3; shift 3
+    local start=$(date +%s)
+    env "$@" timeout "${KILL_SECONDS:-80}" "$java" "${jvm[@]}" -Dsparkccl.killTrials="$trials" \
+      -Dsparkccl.killCounts="$counts" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+      --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.multiprocess.GpuKillTrialsTest \
+      --include-tag gpu --details=tree --disable-banner --disable-ansi-colors > "$out/kill-$label.log" 2>&1
+    echo "== kill trials $label: exit $? after $(( $(date +%s) - start )) s"
+    grep -E "^trial [0-9]+: SURVIVOR|MEASURED" "$out/kill-$label.log" | cut -c1-230
+  }
+  kill_trials simple-cumem 10 4194307 SPARKCCL_CUMEM_ENABLE=1
+  kill_trials simple-ipc 10 4194307 SPARKCCL_CUMEM_ENABLE=0
+  KILL_SECONDS=110 kill_trials mix-cumem 20 "" SPARKCCL_CUMEM_ENABLE=1
+  { dmesg 2>&1 | grep -iE "xid|nvrm" | tail -40; } > "$out/dmesg.txt" 2>&1
+  echo "== kernel log (Xid)"; tail -20 "$out/dmesg.txt"
 fi
 
 if [ "$what" = quick ]; then

@@ -694,16 +694,23 @@ struct Channel {
             }
         }
         __syncthreads();
-        // Read after the barrier, so every thread agrees: after an abort nothing more is sent.
+        // Read after the barrier, so every thread agrees: after an abort nothing more is sent, and nothing
+        // is moved at all (the call fails; its output is not kept). Moving on with the send slot taken away
+        // once called copyReduce with a pointer mask its vector switch has no case for (a send-only step:
+        // source alone), whose default case loaded through the null FIFO pointer: an MMU fault at address 0
+        // (Xid 31, FAULT_PDE, VIRT_READ) that ended this process's CUDA context whenever a peer died during
+        // a Simple call (issue 15's kill trials: 8 of 8 such kills).
         const bool live = !*w.aborted;
-        const char* rslot = doRecv ? recvSimple + (int64_t)(simpleRecv % SCCL_STEPS) * simpleSlotBytes : nullptr;
-        char* sslot = doSend && live ? sendSimple + (int64_t)(simpleSend % SCCL_STEPS) * simpleSlotBytes : nullptr;
-        switch (op) {
-            case OP_SUM: copyReduce<OP_SUM>(rslot, src, dst, sslot, nbytes, postOp); break;
-            case OP_PROD: copyReduce<OP_PROD>(rslot, src, dst, sslot, nbytes, postOp); break;
-            case OP_MIN: copyReduce<OP_MIN>(rslot, src, dst, sslot, nbytes, postOp); break;
-            case OP_MAX: copyReduce<OP_MAX>(rslot, src, dst, sslot, nbytes, postOp); break;
-            default: copyReduce<OP_AVG>(rslot, src, dst, sslot, nbytes, postOp); break;
+        if (live) {
+            const char* rslot = doRecv ? recvSimple + (int64_t)(simpleRecv % SCCL_STEPS) * simpleSlotBytes : nullptr;
+            char* sslot = doSend ? sendSimple + (int64_t)(simpleSend % SCCL_STEPS) * simpleSlotBytes : nullptr;
+            switch (op) {
+                case OP_SUM: copyReduce<OP_SUM>(rslot, src, dst, sslot, nbytes, postOp); break;
+                case OP_PROD: copyReduce<OP_PROD>(rslot, src, dst, sslot, nbytes, postOp); break;
+                case OP_MIN: copyReduce<OP_MIN>(rslot, src, dst, sslot, nbytes, postOp); break;
+                case OP_MAX: copyReduce<OP_MAX>(rslot, src, dst, sslot, nbytes, postOp); break;
+                default: copyReduce<OP_AVG>(rslot, src, dst, sslot, nbytes, postOp); break;
+            }
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -729,7 +736,7 @@ struct Channel {
         const int tid = threadIdx.x;
         const int nt = blockDim.x;
         const bool aligned = (((uintptr_t)src | (uintptr_t)dst) & 15) == 0;
-        const int64_t nvec = aligned ? nbytes / 16 : 0;
+        int64_t nvec = aligned ? nbytes / 16 : 0;
         if (nvec > 0) {
             const int mask = (fifo != nullptr ? HAS_FIFO : 0) | (src != nullptr ? HAS_SRC : 0) |
                              (dst != nullptr ? HAS_DST : 0) | (out != nullptr ? HAS_OUT : 0);
@@ -741,7 +748,7 @@ struct Channel {
                 case HAS_SRC | HAS_DST | HAS_OUT: copyVectors<OP, HAS_SRC | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
                 case HAS_FIFO | HAS_DST | HAS_OUT: copyVectors<OP, HAS_FIFO | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
                 case HAS_FIFO | HAS_DST: copyVectors<OP, HAS_FIFO | HAS_DST>(fifo, src, dst, out, nvec, postOp); break;
-                default: copyVectors<OP, HAS_FIFO | HAS_SRC | HAS_DST | HAS_OUT>(fifo, src, dst, out, nvec, postOp); break;
+                default: nvec = 0; break;  // no vector loop for this mix: the element loop below, which checks each pointer
             }
         }
         // The rest (a short tail, or everything when the user's buffers are not 16-byte aligned).
@@ -765,7 +772,7 @@ struct Channel {
     // UNROLL x 2 loads per thread are in flight at once: one block moves data at a useful rate only
     // with many bytes in flight (local HBM, or a peer's memory across NVLink or PCIe, about a
     // microsecond away). Full iterations take the branch-free path; the last, partial one checks
-    // every index. (A mask of 0 for the default case is never used; it keeps the switch total.)
+    // every index.
     template <int OP, int MASK>
     __device__ __forceinline__ void copyVectors(const char* fifo, const char* src, char* dst, char* out, int64_t nvec,
                                                 bool postOp) {

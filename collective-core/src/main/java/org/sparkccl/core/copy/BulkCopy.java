@@ -1,9 +1,8 @@
 package org.sparkccl.core.copy;
 
-import com.sun.jna.Native;
-import com.sun.jna.Platform;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.os.LibC;
 import org.sparkccl.core.param.Params;
 
 /**
@@ -43,13 +42,10 @@ public final class BulkCopy {
         if (!Params.fromEnvironment().get(Params.NATIVE_COPY)) {
             how = "the JVM's copy (SPARKCCL_NATIVE_COPY=0)";
         } else {
-            try {
-                LibC.load();
-                usable = true;
-                how = "libc memcpy through JNA from " + (NATIVE_MIN_BYTES >> 10) + " KB";
-            } catch (LinkageError | RuntimeException e) {
-                how = "the JVM's copy (libc through JNA unavailable: " + e + ")";
-            }
+            String unavailable = LibC.unavailableReason();
+            usable = unavailable == null;
+            how = usable ? "libc memcpy through JNA from " + (NATIVE_MIN_BYTES >> 10) + " KB"
+                    : "the JVM's copy (" + unavailable + ")";
         }
         HOW = how;
         NATIVE = usable;
@@ -77,18 +73,5 @@ public final class BulkCopy {
     /** How this JVM copies, for the communicator's INFO log. */
     public static String describe() {
         return HOW;
-    }
-
-    /** libc's memcpy, bound by JNA's direct mapping (a native method, no Pointer objects). */
-    private static final class LibC {
-        static {
-            Native.register(LibC.class, Platform.C_LIBRARY_NAME);
-        }
-
-        static void load() {
-            // Running the static initializer is the whole point; it throws when JNA cannot bind.
-        }
-
-        static native long memcpy(long dst, long src, long bytes);
     }
 }

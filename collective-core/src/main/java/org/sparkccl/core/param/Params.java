@@ -36,6 +36,12 @@ public final class Params {
     public static final Param<Boolean> P2P_DISABLE = define("P2P_DISABLE", false,
             "1 disables GPU peer-to-peer (CUDA IPC) transports; GPUs then stage through host memory",
             Params::parseBoolean);
+    public static final Param<Boolean> CUMEM_ENABLE = define("CUMEM_ENABLE", true,
+            "1 allocates the GPU windows that peer processes map with CUDA's virtual memory API (cuMemCreate) and"
+                    + " hands them over as file descriptors (a Unix socket, SCM_RIGHTS), as NCCL_CUMEM_ENABLE does: a"
+                    + " peer's mapping then holds the memory, so a window stays mapped in its peers after its owner"
+                    + " dies; 0, or a GPU without POSIX file descriptor handles, shares them through CUDA IPC"
+                    + " (cuIpcGetMemHandle)", Params::parseBoolean);
     public static final Param<String> RESIDENT = define("RESIDENT", "auto",
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
                     + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"

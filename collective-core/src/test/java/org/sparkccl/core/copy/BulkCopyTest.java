@@ -8,8 +8,13 @@ import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.sparkccl.core.JdkAccess;
 
 class BulkCopyTest {
+    static {
+        JdkAccess.ensureAgronaAccess(); // the test touches Agrona before BulkCopy does (run alone, it came first)
+    }
+
     private static final int GUARD = 64;
 
     @Test

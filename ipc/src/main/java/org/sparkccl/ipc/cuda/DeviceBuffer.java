@@ -67,8 +67,14 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /** Fills with {@code value} bytes through {@code stream}, and waits. */
     public void fill(byte value, CudaStream stream) {
-        device.makeCurrent();
-        Cuda.check(JCudaDriver.cuMemsetD8Async(pointer(), value, size, stream.handle()), "cuMemsetD8Async", where);
+        fill(address, size, value, stream, where);
+    }
+
+    /** Fills {@code bytes} of device memory at {@code deviceAddress} with {@code value} through {@code stream}, and waits. */
+    public static void fill(long deviceAddress, long bytes, byte value, CudaStream stream, String where) {
+        stream.device().makeCurrent();
+        Cuda.check(JCudaDriver.cuMemsetD8Async(Cuda.devicePointer(deviceAddress), value, bytes, stream.handle()),
+                "cuMemsetD8Async(" + bytes + " bytes)", where);
         stream.synchronize();
     }
 

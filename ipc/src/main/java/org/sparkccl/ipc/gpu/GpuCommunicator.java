@@ -2,6 +2,7 @@ package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -208,7 +209,7 @@ public final class GpuCommunicator implements Communicator {
         byte[] hostHash = GpuConnectBlob.hostHash(hostId);
         GpuWindow.Device deviceWindow = null;
         if (!p2pDisabled && size > 1) {
-            deviceWindow = own(new GpuWindow.Device(device, deviceWindowBytes, stream, owner));
+            deviceWindow = own(GpuWindow.Device.create(device, deviceWindowBytes, stream, owner, params, log));
         }
         shm = own(new ShmTransport(params, log));
         GpuWindow.Host hostWindow = null;
@@ -517,7 +518,16 @@ public final class GpuCommunicator implements Communicator {
         if (infos[peer].sameProcess(infos[rank])) {
             return PeerWindow.direct(device, blob, stream, where, probeOffset);
         }
-        return PeerWindow.ipc(device, blob, stream, where, probeOffset);
+        try {
+            Duration fetchTimeout = Duration.ofNanos(Math.max(0, timeoutNs));
+            return PeerWindow.otherProcess(device, blob, stream, where, probeOffset, fetchTimeout);
+        } catch (RuntimeException e) {
+            if (isDead(peer)) { // its descriptor server or IPC handle went with it
+                throw new PeerFailedException(peer, "rank " + rank + " on " + device.where() + ": rank " + peer + " (pid "
+                        + infos[peer].pid() + ") died while this rank opened its GPU window (" + e.getMessage() + ")", e);
+            }
+            throw e;
+        }
     }
 
     /**
@@ -1061,10 +1071,11 @@ public final class GpuCommunicator implements Communicator {
     }
 
     /**
-     * A CUDA call that failed while this rank waited for its kernel. A peer that dies takes its device
-     * memory with it, and a kernel still reading that memory through CUDA IPC stops with an illegal
-     * address: then the error names the dead peer (and says that this process's CUDA context, which
-     * such an error breaks for good, goes with it).
+     * A CUDA call that failed while this rank waited for its kernel, with a peer dead: the error names
+     * the dead peer, and says that this process's CUDA context, which such an error breaks for good,
+     * goes with it. (Every such loss measured in the kill trials was the Simple kernel's own null read
+     * after the abort, fixed in ring_kernels.cu; windows are CUDA virtual memory, so a dead peer's
+     * window stays mapped here: see GpuWindow.Device.)
      */
     private CclException failedCuda(String call, CudaException cuda) {
         int dead = deadPeer();
@@ -1073,8 +1084,8 @@ public final class GpuCommunicator implements Communicator {
         }
         cleanUpAfter(dead);
         String message = "rank " + rank + " on " + device.where() + ": " + call + " failed: rank " + dead
-                + " (pid " + infos[dead].pid() + ") died, and the GPU memory this rank's kernel was reading from it went"
-                + " with it (" + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
+                + " (pid " + infos[dead].pid() + ") died during this call, and this rank's kernel failed ("
+                + cuda.getMessage() + "); this communicator is unusable, and so is this process's CUDA"
                 + " context after such an error: the process must be restarted (in Spark, the executor)";
         PeerFailedException e = new PeerFailedException(dead, message, cuda);
         record(e);

@@ -1,8 +1,13 @@
 package org.sparkccl.ipc.gpu;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.security.SecureRandom;
+import java.time.Duration;
+import org.sparkccl.core.CclException;
+import org.sparkccl.core.os.DescriptorServer;
+import org.sparkccl.core.os.LibC;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.core.transport.SharedRegion;
 import org.sparkccl.ipc.cuda.CudaDevice;
@@ -10,6 +15,7 @@ import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.HostRegistration;
 import org.sparkccl.ipc.cuda.IpcMemory;
+import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.shm.ShmTransport;
 
 /** The successor's receive window, opened by this rank: the memory its kernel sends into. */
@@ -19,7 +25,10 @@ abstract class PeerWindow implements AutoCloseable {
     /** The window's base as kernels on this rank's GPU address it. */
     abstract long kernelAddress();
 
-    /** How this rank reaches it, for the log: {@code P2P/IPC}, {@code P2P/direct}, {@code SHM/staged}. */
+    /**
+     * How this rank reaches it, for the log: {@code P2P/CUMEM} (imported CUDA virtual memory), {@code P2P/IPC},
+     * {@code P2P/direct}, {@code SHM/staged}.
+     */
     abstract String via();
 
     @Override
@@ -64,11 +73,34 @@ abstract class PeerWindow implements AutoCloseable {
         };
     }
 
-    /** Device memory of a peer process, mapped through its IPC handle. */
-    static PeerWindow ipc(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where, long probeOffset) {
-        IpcMemory mapping = IpcMemory.open(me, blob.ipcHandle, where + ", opening rank " + blob.rank + "'s window");
+    /**
+     * Device memory of a peer process: imported from the file descriptor its descriptor server hands
+     * over (CUDA virtual memory; this rank's mapping then holds the memory even if the peer dies), or
+     * mapped through its CUDA IPC handle, as its blob says. {@code fetchTimeout} bounds the wait for the
+     * descriptor.
+     */
+    static PeerWindow otherProcess(CudaDevice me, GpuConnectBlob blob, CudaStream stream, String where,
+                                   long probeOffset, Duration fetchTimeout) {
+        String opening = where + ", opening rank " + blob.rank + "'s window";
+        AutoCloseable mapping;
+        long base;
+        String via;
+        if (blob.kind == GpuConnectBlob.KIND_DEVICE_FD) {
+            ShareableDeviceMemory imported = importWindow(me, blob, opening, fetchTimeout);
+            mapping = imported;
+            base = imported.address();
+            via = "P2P/CUMEM";
+        } else if (blob.kind == GpuConnectBlob.KIND_DEVICE) {
+            IpcMemory ipc = IpcMemory.open(me, blob.ipcHandle, opening);
+            mapping = ipc;
+            base = ipc.base();
+            via = "P2P/IPC";
+        } else {
+            throw new IllegalStateException(opening + ": its P2P connect blob describes a window of kind " + blob.kind
+                    + ", not device memory");
+        }
         try {
-            long address = mapping.base() + blob.offset;
+            long address = base + blob.offset;
             probeDevice(address, probeOffset, blob, stream, where);
             return new PeerWindow() {
                 @Override
@@ -78,17 +110,50 @@ abstract class PeerWindow implements AutoCloseable {
 
                 @Override
                 String via() {
-                    return "P2P/IPC";
+                    return via;
                 }
 
+                /** Unmaps the peer's window; imported memory of a peer that died goes back to the GPU now. */
                 @Override
                 public void close() {
-                    mapping.close();
+                    closeMapping(mapping, opening);
                 }
             };
         } catch (RuntimeException e) {
-            mapping.close();
+            try {
+                closeMapping(mapping, opening);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw e;
+        }
+    }
+
+    /** Fetches the window's descriptor from the peer's descriptor server and imports it; the descriptor is closed. */
+    private static ShareableDeviceMemory importWindow(CudaDevice me, GpuConnectBlob blob, String opening,
+                                                     Duration fetchTimeout) {
+        int fd;
+        try {
+            fd = DescriptorServer.fetch(blob.socketId, blob.secret, fetchTimeout);
+        } catch (IOException e) {
+            throw new CclException(opening + ": could not get its descriptor (" + e.getMessage() + "); if the ranks "
+                    + "cannot reach each other's Unix sockets (different network namespaces), set "
+                    + "SPARKCCL_CUMEM_ENABLE=0 on every rank to share GPU windows through CUDA IPC", e);
+        }
+        try {
+            return ShareableDeviceMemory.importDescriptor(me, fd, blob.allocationBytes, opening);
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    private static void closeMapping(AutoCloseable mapping, String opening) {
+        try {
+            mapping.close();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new CclException(opening + ": unmapping it failed: " + e, e);
         }
     }
 

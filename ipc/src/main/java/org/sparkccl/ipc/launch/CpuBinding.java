@@ -1,8 +1,6 @@
 package org.sparkccl.ipc.launch;
 
 import com.sun.jna.LastErrorException;
-import com.sun.jna.Native;
-import com.sun.jna.Platform;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -10,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import org.sparkccl.core.os.LibC;
 
 /**
  * Binds the calling thread to one CPU, as {@code mpirun --bind-to core} binds each rank process
@@ -74,14 +73,5 @@ public final class CpuBinding {
         } catch (LinkageError | RuntimeException e) {
             return "cannot call sched_setaffinity: " + e;
         }
-    }
-
-    /** libc through JNA's direct mapping; pid 0 is the calling thread. */
-    private static final class LibC {
-        static {
-            Native.register(LibC.class, Platform.C_LIBRARY_NAME);
-        }
-
-        static native int sched_setaffinity(int pid, long cpusetsize, long[] mask) throws LastErrorException;
     }
 }

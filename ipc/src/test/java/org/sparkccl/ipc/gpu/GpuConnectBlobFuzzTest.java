@@ -21,6 +21,10 @@ class GpuConnectBlobFuzzTest {
     private static final byte[] HOST = GpuConnectBlob.hostHash("host-a/boot-1");
     private static final byte[] VALID = new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE, 2, 4, HOST, 1234,
             new byte[16], "0000:19:00.0", 4096, 1 << 20, new byte[16], new byte[64], 0x7f0000001000L).encode();
+    private static final byte[] SOCKET_ID = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    private static final byte[] VALID_DESCRIPTOR = new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE_FD, 2, 4, HOST, 1234,
+            new byte[16], "0000:19:00.0", 0, 1 << 20, new byte[16], new byte[64], 0x7f0000001000L, SOCKET_ID, 2 << 20)
+            .encode();
 
     @Property
     void randomBlobsAreRefused(@ForAll @Size(max = 300) byte[] blob) {
@@ -29,20 +33,25 @@ class GpuConnectBlobFuzzTest {
 
     @Property
     void mutatedBlobsAreRefused(@ForAll long seed) {
-        assertRefused(mutated(seed));
+        assertRefused(mutated(VALID, seed));
+    }
+
+    @Property
+    void mutatedDescriptorBlobsAreRefused(@ForAll long seed) {
+        assertRefused(mutated(VALID_DESCRIPTOR, seed));
     }
 
     private static void assertRefused(byte[] blob) {
-        Assume.that(!Arrays.equals(blob, VALID));
+        Assume.that(!Arrays.equals(blob, VALID) && !Arrays.equals(blob, VALID_DESCRIPTOR));
         String message = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(blob, 2, 4, HOST))
                 .getMessage();
         assertTrue(message.startsWith("the GPU connect blob of rank 2 "), message);
     }
 
-    /** The valid blob cut short, lengthened, or with 1..4 bytes changed anywhere (padding included). */
-    private static byte[] mutated(long seed) {
+    /** A valid blob cut short, lengthened, or with 1..4 bytes changed anywhere (padding included). */
+    private static byte[] mutated(byte[] valid, long seed) {
         Random random = new Random(seed);
-        byte[] blob = VALID.clone();
+        byte[] blob = valid.clone();
         switch (random.nextInt(4)) {
             case 0:
                 return Arrays.copyOf(blob, random.nextInt(blob.length));

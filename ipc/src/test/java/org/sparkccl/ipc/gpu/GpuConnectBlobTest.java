@@ -44,6 +44,37 @@ class GpuConnectBlobTest {
         assertEquals(0x53434757, ByteBuffer.wrap(encoded).getInt(), "big-endian magic first");
     }
 
+    private static GpuConnectBlob descriptorBlob(long allocationBytes, byte[] socketId) {
+        return new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE_FD, 2, 4, HOST, 1234, UUID, "0000:19:00.0", 0, 1 << 20,
+                bytes(16, 3), new byte[64], 0x7f0000001000L, socketId, allocationBytes);
+    }
+
+    @Test
+    void roundTripsADescriptorWindow() {
+        GpuConnectBlob b = GpuConnectBlob.decode(descriptorBlob(2 << 20, bytes(16, 9)).encode(), 2, 4, HOST);
+        assertEquals(GpuConnectBlob.KIND_DEVICE_FD, b.kind);
+        assertArrayEquals(bytes(16, 9), b.socketId);
+        assertEquals(2 << 20, b.allocationBytes);
+        assertEquals(1 << 20, b.windowBytes);
+        assertArrayEquals(bytes(16, 3), b.secret);
+    }
+
+    /** A descriptor window needs its server's name and an allocation that holds it; other kinds have neither. */
+    @Test
+    void refusesDescriptorFieldsThatDoNotFitTheKind() {
+        for (byte[] encoded : new byte[][] {
+            descriptorBlob(2 << 20, new byte[16]).encode(),     // no socket id
+            descriptorBlob(0, bytes(16, 9)).encode(),           // no allocation
+            descriptorBlob((1 << 20) - 1, bytes(16, 9)).encode(), // an allocation smaller than the window
+            new GpuConnectBlob(GpuConnectBlob.KIND_DEVICE, 2, 4, HOST, 1234, UUID, "0000:19:00.0", 0, 1 << 20,
+                    bytes(16, 3), bytes(64, 5), 1L, bytes(16, 9), 0).encode(), // an IPC window with a socket id
+        }) {
+            String message = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(encoded, 2, 4, HOST))
+                    .getMessage();
+            assertTrue(message.contains("is damaged"), message);
+        }
+    }
+
     @Test
     void refusesBlobsFromElsewhere() {
         byte[] good = blob(2, 4).encode();

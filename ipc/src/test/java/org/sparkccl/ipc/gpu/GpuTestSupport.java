@@ -14,6 +14,7 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.cuda.HostRegistration;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.shm.ShmTransport;
 
 /** Skips without GPUs (printing why), runs ranks as threads, and moves checked data to and from GPUs. */
@@ -122,6 +123,10 @@ final class GpuTestSupport {
         org.junit.jupiter.api.Assertions.assertEquals(0, DeviceBuffer.outstandingBytes(), "device memory leaked");
         org.junit.jupiter.api.Assertions.assertEquals(0, PinnedHostBuffer.outstandingBytes(), "pinned memory leaked");
         org.junit.jupiter.api.Assertions.assertEquals(0, HostRegistration.outstandingBytes(), "host registrations leaked");
+        org.junit.jupiter.api.Assertions.assertEquals(0, ShareableDeviceMemory.outstandingBytes(),
+                "shareable device memory (GPU windows) leaked");
+        org.junit.jupiter.api.Assertions.assertEquals(0, ShareableDeviceMemory.importedBytes(),
+                "imported peer windows leaked");
         org.junit.jupiter.api.Assertions.assertEquals(0, ShmTransport.mappedBytesInJvm(), "shm mappings leaked");
     }
 

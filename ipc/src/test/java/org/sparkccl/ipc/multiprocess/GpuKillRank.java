@@ -11,6 +11,8 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
 import org.sparkccl.ipc.gpu.GpuEngines;
@@ -25,13 +27,16 @@ import org.sparkccl.ipc.launch.LaunchedRank;
  * connect or in a collective, at a point nobody chooses. A survivor prints {@code SURVIVOR <ms>
  * <message>} (from its last successful call, or from the meeting, to its error), closes its
  * communicator and prints
- * {@code GPUMEM <bytes in use before> <after>}. Args: {@code seed} [{@code pretend-hosts}]: with the
- * second, rank r says it runs on host r / 2 ({@code SPARKCCL_HOST_ID}), the communicator is built
- * through {@link GpuEngines} (two-level across the pretend hosts), and the victim's delay counts from
- * when its communicator is built, so that it dies in a collective.
+ * {@code GPUMEM <bytes in use before> <after>} and {@code LEFT <bytes of device, shareable, imported and
+ * pinned memory still counted>}. Every rank that connected on one host prints {@code LINKS}, how it
+ * reaches its peer. Args: {@code seed [counts [pretend-hosts]]}: counts (comma-separated element
+ * counts, cycled; empty for the default mix) replace the default mix, e.g. only 16 MB Simple calls;
+ * with {@code pretend-hosts}, rank r says it runs on host r / 2 ({@code SPARKCCL_HOST_ID}), the
+ * communicator is built through {@link GpuEngines} (two-level across the pretend hosts), and the
+ * victim's delay counts from when its communicator is built, so that it dies in a collective.
  */
 public final class GpuKillRank {
-    private static final long[] COUNTS = {7, 4099, 262_147, 4_194_307};
+    private static final long[] DEFAULT_COUNTS = {7, 4099, 262_147, 4_194_307};
 
     private GpuKillRank() {
     }
@@ -39,7 +44,9 @@ public final class GpuKillRank {
     public static void main(String[] args) throws Exception {
         LaunchedRank me = LaunchedRank.fromEnvironment();
         long seed = Long.parseLong(args[0]);
-        boolean pretendHosts = args.length > 1 && args[1].equals("pretend-hosts");
+        long[] counts = args.length > 1 && !args[1].isBlank()
+                ? java.util.Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray() : DEFAULT_COUNTS;
+        boolean pretendHosts = args.length > 2 && args[2].equals("pretend-hosts");
         boolean victim = me.rank() == me.size() - 1;
         int ordinal = me.rank() % GpuSupport.deviceCount();
         CudaDevice device = CudaDevice.get(ordinal);
@@ -58,14 +65,18 @@ public final class GpuKillRank {
             }
             try (Communicator comm = pretendHosts ? GpuEngines.create(bootstrap, ordinal, params, () -> false)
                     : GpuCommunicators.create(bootstrap, ordinal, params);
-                 DeviceBuffer buffer = DeviceBuffer.allocate(device, COUNTS[COUNTS.length - 1] * 4, "kill trial")) {
+                 DeviceBuffer buffer = DeviceBuffer.allocate(device, java.util.Arrays.stream(counts).max().getAsLong() * 4,
+                         "kill trial")) {
+                if (comm instanceof GpuCommunicator one) {
+                    System.out.println("LINKS rank " + me.rank() + ": " + one.describeLinks());
+                }
                 buffer.fill((byte) 0x3f, comm instanceof GpuTwoLevelCommunicator twoLevel ? twoLevel.stream()
                         : ((GpuCommunicator) comm).stream());
                 if (victim && pretendHosts) {
                     killItselfLater(new Random(seed).nextInt(1000));
                 }
                 while (true) {
-                    long count = COUNTS[(int) (calls++ % COUNTS.length)];
+                    long count = counts[(int) (calls++ % counts.length)];
                     comm.allReduce(buffer.address(), buffer.address(), count, DataType.FLOAT32, ReduceOp.MAX);
                     start = System.nanoTime();
                 }
@@ -76,6 +87,8 @@ public final class GpuKillRank {
         }
         sleep(1000); // the victim's context is torn down by the driver after its death
         System.out.println("GPUMEM " + usedBefore + " " + device.usedBytes());
+        System.out.println("LEFT " + (DeviceBuffer.outstandingBytes() + ShareableDeviceMemory.outstandingBytes()
+                + ShareableDeviceMemory.importedBytes() + PinnedHostBuffer.outstandingBytes()));
     }
 
     /** SIGKILL of this process from another thread, after the communicator's bootstrap is up. */

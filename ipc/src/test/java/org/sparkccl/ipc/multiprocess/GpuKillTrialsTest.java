@@ -21,7 +21,8 @@ import org.sparkccl.ipc.launch.RankLauncher;
 
 /**
  * SIGKILL of a GPU rank at a random point (bootstrap, connect, one-shot, LL or Simple all-reduce;
- * {@link GpuKillRank}), {@code sparkccl.killTrials} times (20 by default): the survivor throws within
+ * {@link GpuKillRank}), {@code sparkccl.killTrials} times (20 by default; {@code sparkccl.killCounts},
+ * comma-separated element counts, replaces the mix of call sizes): the survivor throws within
  * 10 s naming the dead rank, nothing of either process is left in /dev/shm (but for a rank that died
  * inside the bootstrap, whose segment names nobody learnt), and the GPU memory in use returns to
  * where it was before the survivor started. Two ranks: on two GPUs where there are
@@ -31,6 +32,7 @@ import org.sparkccl.ipc.launch.RankLauncher;
 class GpuKillTrialsTest {
     private static final Pattern SURVIVOR = Pattern.compile("SURVIVOR (\\d+) (.*)");
     private static final Pattern GPUMEM = Pattern.compile("GPUMEM (\\d+) (\\d+)");
+    private static final Pattern LEFT = Pattern.compile("LEFT (\\d+)");
     /** The survivor's own CUDA context and module stay loaded until it exits; the victim's must be gone. */
     private static final long MEMORY_SLACK = 64L << 20;
 
@@ -55,10 +57,14 @@ class GpuKillTrialsTest {
         Assumptions.assumeTrue(reason == null, "no GPU: " + reason);
         List<String> failures = new ArrayList<>();
         long slowest = 0;
+        int lostContexts = 0;
+        int viaCuMem = 0;
+        int viaIpc = 0;
         for (int trial = 0; trial < trials; trial++) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             PrintStream sink = new PrintStream(out, true, StandardCharsets.UTF_8);
-            List<String> args = new ArrayList<>(List.of(Long.toString(1000 + trial)));
+            List<String> args = new ArrayList<>(List.of(Long.toString(1000 + trial),
+                    System.getProperty("sparkccl.killCounts", "")));
             if (pretendHosts) {
                 args.add("pretend-hosts");
             }
@@ -69,6 +75,8 @@ class GpuKillTrialsTest {
             String what = "trial " + trial + ": ";
             Matcher s = SURVIVOR.matcher(text);
             Matcher m = GPUMEM.matcher(text);
+            viaCuMem += text.contains("via P2P/CUMEM") ? 1 : 0;
+            viaIpc += text.contains("via P2P/IPC") ? 1 : 0;
             String victim = "rank " + (ranks - 1);
             int survivors = 0;
             boolean named = false;
@@ -83,6 +91,12 @@ class GpuKillTrialsTest {
                 }
                 named |= s.group(2).contains(victim) || s.group(2).contains("died");
                 diedBeforeMeeting |= s.group(2).contains("TcpBootstrap");
+                // A kernel that stops with an illegal address ends the survivor's whole CUDA context.
+                if (s.group(2).contains("ILLEGAL_ADDRESS") || s.group(2).contains("CUDA context")) {
+                    lostContexts++;
+                    failures.add(what + "a survivor lost its CUDA context: " + s.group(2));
+                    System.out.println(what + "every rank's output:\n" + text);
+                }
             }
             if (survivors != ranks - 1) {
                 failures.add(what + survivors + " survivor error(s) of " + (ranks - 1) + ": " + result.failure() + "\n"
@@ -95,6 +109,13 @@ class GpuKillTrialsTest {
             for (int r = 0; r < ranks - 1; r++) {
                 if (result.exitCode(r) != 0) {
                     failures.add(what + "survivor rank " + r + " exited " + result.exitCode(r));
+                }
+            }
+            Matcher counted = LEFT.matcher(text);
+            while (counted.find()) {
+                if (!"0".equals(counted.group(1))) {
+                    failures.add(what + "a survivor still counts " + counted.group(1) + " bytes of GPU or pinned memory"
+                            + " after close");
                 }
             }
             // GPU memory is measured device-wide: with several survivors on one GPU it says nothing of one.
@@ -111,7 +132,8 @@ class GpuKillTrialsTest {
             }
         }
         System.out.println("MEASURED GPU kill trials: " + trials + ", slowest survivor error " + slowest + " ms, "
-                + failures.size() + " failed");
+                + lostContexts + " lost CUDA contexts, windows via P2P/CUMEM in " + viaCuMem + " and via P2P/IPC in "
+                + viaIpc + " trials, " + failures.size() + " failed");
         assertEquals(List.of(), failures);
         assertTrue(trials > 0);
     }
