@@ -49,11 +49,12 @@ if [ "$what" = select ]; then
     case "$s" in *#*) selectors+=(--select-method "$s") ;; *) selectors+=(--select-class "$s") ;; esac
   done
   start=$(date +%s)
-  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
+  # TEST_PROPS: the tests' own settings (-Dsparkccl.killTrials=.., -Dsparkccl.gpuSoakCalls=..), not JVM flags.
+  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" ${TEST_PROPS:-} -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
     --class-path "$dev/test-classes" "${selectors[@]}" --include-tag gpu --details=tree --disable-banner \
     --disable-ansi-colors --reports-dir "$out/junit" > "$out/junit.log" 2>&1
   echo "junit exit $? after $(( $(date +%s) - start )) s"
-  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|random collectives|GPU memory in use|trial " "$out/junit.log" | head -80
+  grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|random collectives|GPU memory in use|trial |MEASURED|first sample" "$out/junit.log" | cut -c1-300 | head -90
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 fi
 
