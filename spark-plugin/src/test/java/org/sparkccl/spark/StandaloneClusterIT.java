@@ -176,7 +176,8 @@ class StandaloneClusterIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void twoPretendHostsOfTwoExecutorsUseTcpAcrossAndSharedMemoryInside() throws Exception {
         assumeTrue(NetworkNamespaceHosts.unavailableReason().isPresent(),
-                "this machine makes network namespaces: the two hosts run as namespaces instead (twoNetworkNamespaces...)");
+                "this machine makes network namespaces: the two hosts run as"
+                + " namespaces instead (twoNetworkNamespacesOfTwoExecutorsUseTheVethAcrossAndSharedMemoryInside)");
         twoHostsOfTwoExecutors("-two-hosts", List.of(ClusterHost.pretend("host-a"), ClusterHost.pretend("host-b")));
     }
 
