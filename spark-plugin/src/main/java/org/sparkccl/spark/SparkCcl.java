@@ -112,10 +112,11 @@ public final class SparkCcl {
     }
 
     private static TaskCommunicator build(BarrierTaskContext context) {
-        Params params = SparkCclSettings.forCurrentProcess();
+        SparkEnv env = SparkEnv.get();
+        Params params = SparkCclSettings.withExecutorSocketAddress(SparkCclSettings.forCurrentProcess(),
+                env.blockManager().blockManagerId().host());
         int rank = context.partitionId();
         int size = context.numPartitions();
-        SparkEnv env = SparkEnv.get();
         String master = env.conf().get("spark.master", "");
         ResourceInformation sparkGpu = context.resourcesJMap().get("gpu");
         GpuBinding gpu = GpuBinding.decide(rank, size, sparkGpu == null ? null : sparkGpu.addresses(),

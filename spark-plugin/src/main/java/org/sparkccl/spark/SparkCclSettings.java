@@ -49,6 +49,21 @@ public final class SparkCclSettings {
     }
 
     /**
+     * {@code params} with the socket transport's address ({@code SPARKCCL_SOCKET_ADDRESS}) defaulting
+     * to this executor's host as Spark advertises it (its block manager's, by which the driver and the
+     * other executors reach it), where neither the environment nor Spark conf sets one. The transport's
+     * own default, the first interface that is up and not loopback, may be one the other hosts cannot
+     * reach (a container bridge that every host has, a second network); and a setting in Spark conf
+     * is one address for every executor, so it only fits executors of one machine.
+     */
+    public static Params withExecutorSocketAddress(Params params, String executorHost) {
+        if (params.isSet(Params.SOCKET_ADDRESS) || executorHost == null || executorHost.isBlank()) {
+            return params;
+        }
+        return params.withOverrides(Map.of(Params.SOCKET_ADDRESS.envName(), executorHost));
+    }
+
+    /**
      * The parameters for a task in this JVM: what the driver plugin passed to this executor when the
      * plugin is installed, else this executor's Spark conf, else the environment alone.
      */

@@ -3,6 +3,7 @@ package org.sparkccl.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.IOException;
@@ -17,6 +18,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
@@ -40,7 +42,9 @@ import org.junit.jupiter.api.Timeout;
  * in host memory); the driver is {@code SparkSubmit} in its own JVM with Spark's class path and
  * Spark's module options only, and TrainJob trains the bundled digits MLP on 2 ranks in the
  * worker's executor. The test checks the exit code, the loss curve rank 0 logs in the executor, the
- * driver's summary, and that the executor loaded the plugin and ran both ranks.
+ * driver's summary, and that the executor loaded the plugin and ran both ranks. The other tests run a
+ * cluster of two hosts: two network namespaces where this machine can make them, else two Workers that
+ * pretend; one of the two runs.
  */
 class StandaloneClusterIT {
     private static final int STEPS = 60;
@@ -48,11 +52,14 @@ class StandaloneClusterIT {
     private static final long MASTER_START_S = 60;
     private static final long WORKER_REGISTER_S = 60;
     private static final long SUBMIT_S = 150;
-    private static final Pattern MASTER_URL = Pattern.compile("spark://127\\.0\\.0\\.1:(\\d+)");
     private static final Pattern RANK_READY = Pattern.compile("sparkccl rank (\\d+) of 2 ready on .*? GPU (\\d+),");
     private static final Pattern STEP_LINE = Pattern.compile("step (\\d+)/(\\d+)\\s+loss ([0-9.]+)");
     private static final Pattern SUMMARY = Pattern.compile("trained steps (\\d+)\\.\\.(\\d+): last minibatch loss ([0-9.]+);"
             + " whole training set: loss ([0-9.]+), accuracy ([0-9.]+); ([0-9.]+) samples/s");
+
+    private static final ClusterHost LOCAL = ClusterHost.thisMachine();
+    private static final Pattern SOCKET_CHANNEL = Pattern.compile(
+            "Channel (\\d+) : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via NET/Socket \\(\\d+ connection\\(s\\) to [^/\\s]*/([^:\\s]+):\\d+");
 
     private final List<Process> daemons = new ArrayList<>();
     private Path home;
@@ -74,7 +81,7 @@ class StandaloneClusterIT {
 
             Process master = start("master", "org.apache.spark.deploy.master.Master",
                     "--host", "127.0.0.1", "--port", "0", "--webui-port", "0");
-            Matcher url = awaitLog("master", master, MASTER_URL, MASTER_START_S);
+            Matcher url = awaitLog("master", master, masterUrl(LOCAL), MASTER_START_S);
             String masterUrl = url.group();
             Process worker = start("worker", "org.apache.spark.deploy.worker.Worker", masterUrl,
                     "--host", "127.0.0.1", "--webui-port", "0", "--cores", "4", "--memory", "4g",
@@ -162,27 +169,63 @@ class StandaloneClusterIT {
 
     /**
      * Two pretend hosts (SPARKCCL_HOST_ID in each Worker's environment, which its executors inherit),
-     * two executors of one core on each: the collective check and TrainJob run in 4-rank barrier
-     * stages whose ranks span the hosts, so the engine is two-level: shared memory between the two
-     * executors of a host, TCP between the hosts. The executors' INFO logs show both hops.
+     * all on 127.0.0.1: where this machine cannot make network namespaces (not root), so that the
+     * two-host cluster runs everywhere. Where it can, the namespace test below replaces this one.
      */
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void twoPretendHostsOfTwoExecutorsUseTcpAcrossAndSharedMemoryInside() throws Exception {
+        assumeTrue(NetworkNamespaceHosts.unavailableReason().isPresent(),
+                "this machine makes network namespaces: the two hosts run as"
+                + " namespaces instead (twoNetworkNamespacesOfTwoExecutorsUseTheVethAcrossAndSharedMemoryInside)");
+        twoHostsOfTwoExecutors("-two-hosts", List.of(ClusterHost.pretend("host-a"), ClusterHost.pretend("host-b")));
+    }
+
+    /**
+     * Two hosts as two network namespaces (NetworkNamespaceHosts: a veth pair between them, each host
+     * its own host name, no SPARKCCL_HOST_ID): the Master, host-a's Worker and the driver in one,
+     * host-b's Worker in the other, every Spark process bound to its namespace's address. No route
+     * joins either namespace to this machine's own network, so all that crosses between the hosts
+     * goes over the veth.
+     */
+    @Test
+    @Timeout(value = 8, unit = TimeUnit.MINUTES)
+    void twoNetworkNamespacesOfTwoExecutorsUseTheVethAcrossAndSharedMemoryInside() throws Exception {
+        Optional<String> unavailable = NetworkNamespaceHosts.unavailableReason();
+        assumeTrue(unavailable.isEmpty(), () -> "cannot make network namespaces here (" + unavailable.orElse("")
+                + "): the pretend hosts run instead");
+        try (NetworkNamespaceHosts namespaces = NetworkNamespaceHosts.create()) {
+            twoHostsOfTwoExecutors("-namespaces", namespaces.hosts());
+        }
+    }
+
+    /**
+     * A Master, a Worker on each host with two executors of one core, and one application on the
+     * first host (the Master's): the collective check and TrainJob run in 4-rank barrier stages
+     * whose ranks span the hosts, so the engine is two-level: shared memory between the two executors
+     * of a host, TCP between the hosts. The executors' INFO logs show both hops, every rank's host
+     * id, and that each host's ranks connect across to the other host's address.
+     */
+    private void twoHostsOfTwoExecutors(String homeSuffix, List<ClusterHost> hosts) throws Exception {
         Path appJar = Paths.get(System.getProperty("sparkccl.appJar", "target/sparkccl-spark-app.jar"));
-        home = Paths.get(System.getProperty("sparkccl.standaloneHome", "target/spark-standalone") + "-two-hosts")
+        home = Paths.get(System.getProperty("sparkccl.standaloneHome", "target/spark-standalone") + homeSuffix)
                 .toAbsolutePath();
+        ClusterHost first = hosts.get(0);
+        long started = System.nanoTime();
         try {
             sparkHome(Paths.get(System.getProperty("sparkccl.sparkDistClasspath")));
-            Process master = start("master", Map.of(), "org.apache.spark.deploy.master.Master",
-                    "--host", "127.0.0.1", "--port", "0", "--webui-port", "0");
-            String masterUrl = awaitLog("master", master, MASTER_URL, MASTER_START_S).group();
-            for (String host : List.of("a", "b")) {
-                Process worker = start("worker-" + host, Map.of("SPARKCCL_HOST_ID", "host-" + host),
-                        "org.apache.spark.deploy.worker.Worker", masterUrl, "--host", "127.0.0.1", "--webui-port", "0",
-                        "--cores", "2", "--memory", "2g", "--work-dir", home.resolve("work/" + host).toString());
-                awaitLog("worker-" + host, worker, Pattern.compile("Successfully registered with master"), WORKER_REGISTER_S);
+            Process master = start("master", first, Map.of(), "org.apache.spark.deploy.master.Master",
+                    "--host", first.address(), "--port", "0", "--webui-port", "0");
+            String masterUrl = awaitLog("master", master, masterUrl(first), MASTER_START_S).group();
+            for (ClusterHost host : hosts) {
+                String name = "worker-" + host.name();
+                Process worker = start(name, host, host.workerEnvironment(), "org.apache.spark.deploy.worker.Worker",
+                        masterUrl, "--host", host.address(), "--webui-port", "0", "--cores", "2", "--memory", "2g",
+                        "--work-dir", home.resolve("work/" + host.name()).toString());
+                awaitLog(name, worker, Pattern.compile("Successfully registered with master"), WORKER_REGISTER_S);
             }
+            double clusterUpS = (System.nanoTime() - started) / 1e9;
+            // No spark.sparkccl.socketAddress: each rank listens on its executor's Spark host.
             String[] cluster = {"--master", masterUrl, "--deploy-mode", "client",
                 "--conf", "spark.plugins=org.sparkccl.spark.SparkCclPlugin",
                 "--conf", "spark.executor.cores=1",
@@ -190,38 +233,54 @@ class StandaloneClusterIT {
                 "--conf", "spark.executor.memory=512m",
                 "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
                 "--conf", "spark.ui.enabled=false",
-                "--conf", "spark.driver.host=127.0.0.1",
+                "--conf", "spark.driver.host=" + first.address(),
                 "--conf", "spark.sql.shuffle.partitions=4",
                 "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s",
                 "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures=120",
                 "--conf", "spark.sparkccl.timeoutMs=120000",
-                "--conf", "spark.sparkccl.socketAddress=127.0.0.1",
                 "--conf", "spark.sparkccl.debug=INFO",
                 "--conf", "spark.sparkccl.debugSubsys=INIT,NET"};
 
             // One application (one set of executors to start): the check, then TrainJob as it is.
-            String driver = submit("check-and-train", cluster, "org.sparkccl.spark.bench.SparkCollectiveCheck", appJar,
-                    "--ranks", "4", "--", "--ranks", "4", "--steps", "30", "--log-every", "10", "--reference");
+            long submitted = System.nanoTime();
+            String driver = submit("check-and-train", first, cluster, "org.sparkccl.spark.bench.SparkCollectiveCheck",
+                    appJar, "--ranks", "4", "--", "--ranks", "4", "--steps", "30", "--log-every", "10", "--reference");
+            double submitS = (System.nanoTime() - submitted) / 1e9;
             Matcher total = Pattern.compile("collective check: 4 ranks, (\\d+) cases each, (\\d+) wrong elements").matcher(driver);
             assertTrue(total.find(), "the check's total line" + logs("check-and-train"));
             assertEquals("0", total.group(2), "wrong elements" + logs("check-and-train"));
 
             String executor = executorLogs();
-            for (String host : List.of("host-a", "host-b")) {
-                assertTrue(executor.contains("pretend:" + host), "ranks ran on " + host + logs());
-            }
             assertTrue(executor.contains("two-level (shared memory inside a host, TCP across)"), "two-level" + logs());
-            assertTrue(Pattern.compile("Channel \\d+ : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via NET/Socket").matcher(executor).find(),
-                    "the hop between hosts is TCP" + logs());
             assertTrue(Pattern.compile("Channel \\d+ : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via SHM").matcher(executor).find(),
                     "the hop inside a host is shared memory" + logs());
+            for (ClusterHost host : hosts) {
+                String onHost = executorLogs(home.resolve("work/" + host.name()));
+                assertTrue(onHost.contains(host.hostId()), "ranks ran on " + host.hostId() + logs());
+                // Every TCP link of this host's ranks goes to an address of the cluster, and the
+                // cross-host ring's (tag 2) to the other host's address.
+                Set<String> across = new TreeSet<>();
+                Matcher link = SOCKET_CHANNEL.matcher(onHost);
+                while (link.find()) {
+                    String to = link.group(2);
+                    assertTrue(hosts.stream().anyMatch(h -> h.address().equals(to)), "a link to " + to + logs());
+                    if (Integer.parseInt(link.group(1)) == 2) {
+                        across.add(to);
+                    }
+                }
+                ClusterHost other = hosts.get(1 - hosts.indexOf(host));
+                assertEquals(Set.of(other.address()), across,
+                        "the TCP hop from " + host.name() + " goes to " + other.name() + "'s address" + logs());
+            }
 
             Matcher reference = Pattern.compile("largest relative loss difference over (\\d+) steps: ([0-9.eE+-]+)")
                     .matcher(driver);
             assertTrue(reference.find(), "TrainJob's reference line" + logs("check-and-train"));
             double diff = Double.parseDouble(reference.group(2));
-            System.out.println("StandaloneClusterIT two hosts: " + total.group(1) + " cases per rank, 0 wrong; TrainJob"
-                    + " against one process: largest relative loss difference " + diff);
+            System.out.printf(Locale.ROOT, "StandaloneClusterIT two hosts (%s): cluster up %.1f s, spark-submit %.1f s;"
+                    + " %s cases per rank, 0 wrong; TrainJob against one process: largest relative loss difference %s%n",
+                    hosts.stream().map(h -> h.hostId() + " at " + h.address()).collect(Collectors.joining(", ")),
+                    clusterUpS, submitS, total.group(1), diff);
             assertTrue(diff < 1e-4, "distributed and single-process loss curves differ by " + diff);
         } finally {
             for (int i = daemons.size() - 1; i >= 0; i--) {
@@ -231,13 +290,18 @@ class StandaloneClusterIT {
         }
     }
 
+    private static Pattern masterUrl(ClusterHost host) {
+        return Pattern.compile("spark://" + Pattern.quote(host.address()) + ":(\\d+)");
+    }
+
     /** spark-submit of {@code mainClass} from the application jar; returns the driver's output once it ended well. */
-    private String submit(String name, String[] cluster, String mainClass, Path appJar, String... args) throws Exception {
+    private String submit(String name, ClusterHost host, String[] cluster, String mainClass, Path appJar, String... args)
+            throws Exception {
         List<String> command = new ArrayList<>(List.of("-Xmx1g", "org.apache.spark.deploy.SparkSubmit"));
         command.addAll(Arrays.asList(cluster));
         command.addAll(List.of("--class", mainClass, appJar.toString()));
         command.addAll(Arrays.asList(args));
-        Process driver = launch(name, Map.of(), command.toArray(new String[0]));
+        Process driver = launch(name, host, Map.of(), command.toArray(new String[0]));
         try {
             if (!driver.waitFor(2 * SUBMIT_S, TimeUnit.SECONDS)) {
                 fail(name + ": spark-submit did not end within " + 2 * SUBMIT_S + " s" + logs(name));
@@ -283,14 +347,15 @@ class StandaloneClusterIT {
     }
 
     private Process start(String name, String mainClass, String... args) throws IOException {
-        return start(name, Map.of(), mainClass, args);
+        return start(name, LOCAL, Map.of(), mainClass, args);
     }
 
-    /** As {@link #start(String, String, String...)}, with {@code env} added to the environment. */
-    private Process start(String name, Map<String, String> env, String mainClass, String... args) throws IOException {
+    /** A daemon on {@code host}, with {@code env} added to its environment. */
+    private Process start(String name, ClusterHost host, Map<String, String> env, String mainClass, String... args)
+            throws IOException {
         List<String> all = new ArrayList<>(List.of("-Xmx256m", mainClass));
         all.addAll(Arrays.asList(args));
-        Process p = launch(name, env, all.toArray(new String[0]));
+        Process p = launch(name, host, env, all.toArray(new String[0]));
         daemons.add(p);
         // Should this JVM end before the finally block runs (killed by a timeout), take the tree along.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -305,11 +370,12 @@ class StandaloneClusterIT {
      * (stdout and stderr) to logs/NAME.log.
      */
     private Process launch(String name, String... args) throws IOException {
-        return launch(name, Map.of(), args);
+        return launch(name, LOCAL, Map.of(), args);
     }
 
-    private Process launch(String name, Map<String, String> env, String... args) throws IOException {
-        List<String> command = new ArrayList<>();
+    /** As {@link #launch(String, String...)}, on {@code host} (through its wrapper, on its address), with {@code env}. */
+    private Process launch(String name, ClusterHost host, Map<String, String> env, String... args) throws IOException {
+        List<String> command = new ArrayList<>(host.wrapper());
         command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-cp");
         command.add(home.resolve("jars") + File.separator + "*");
@@ -320,7 +386,7 @@ class StandaloneClusterIT {
         pb.environment().keySet().removeIf(k -> k.startsWith("SPARK_") || k.equals("JAVA_TOOL_OPTIONS"));
         pb.environment().put("SPARK_HOME", home.toString());
         pb.environment().put("SPARK_SCALA_VERSION", "2.13");
-        pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+        pb.environment().put("SPARK_LOCAL_IP", host.address());
         pb.environment().put("SPARK_CONF_DIR", home.resolve("conf").toString());
         pb.environment().putAll(env);
         return pb.start();
@@ -368,8 +434,12 @@ class StandaloneClusterIT {
     }
 
     private String executorLogs() throws IOException {
+        return executorLogs(home.resolve("work"));
+    }
+
+    /** The executors' stdout and stderr files under {@code work}, each after its path. */
+    private String executorLogs(Path work) throws IOException {
         StringBuilder out = new StringBuilder();
-        Path work = home.resolve("work");
         if (!Files.isDirectory(work)) {
             return "";
         }
@@ -390,7 +460,7 @@ class StandaloneClusterIT {
     private String logs(String driver) {
         StringBuilder out = new StringBuilder("\n");
         try {
-            for (String name : List.of("master", "worker", "worker-a", "worker-b", driver)) {
+            for (String name : List.of("master", "worker", "worker-host-a", "worker-host-b", driver)) {
                 Path log = home.resolve("logs/" + name + ".log");
                 out.append("\n==> ").append(name).append(".log <==\n").append(tail(Files.exists(log) ? Files.readString(log) : "", 40));
             }

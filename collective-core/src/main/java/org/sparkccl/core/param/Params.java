@@ -56,8 +56,9 @@ public final class Params {
             "TCP connections per ring neighbour for the socket transport; steps go round them, so several fill a"
                     + " link that one connection (one core's copies) cannot", Params::parsePositive);
     public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
-            "address this rank listens on and tells its peers for the socket transport; empty: the first address"
-                    + " of an interface that is up and not loopback (loopback where there is none)", s -> s.trim());
+            "address this rank listens on and tells its peers for the socket transport; empty: in a Spark task the"
+                    + " executor's host as Spark advertises it, elsewhere the first address of an interface that is up"
+                    + " and not loopback (loopback where there is none)", s -> s.trim());
     public static final Param<Boolean> NATIVE_COPY = define("NATIVE_COPY", true,
             "1 copies collective data of 32 KB and more with the C library's memcpy (through JNA), which writes"
                     + " cache lines that other cores hold without reading them first; 0 uses the JVM's copy."

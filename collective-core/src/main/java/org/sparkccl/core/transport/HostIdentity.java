@@ -14,6 +14,7 @@ import org.sparkccl.core.param.Params;
  */
 public final class HostIdentity {
     private static final Path BOOT_ID = Paths.get("/proc/sys/kernel/random/boot_id");
+    private static final Path HOST_NAME = Paths.get("/proc/sys/kernel/hostname");
     private static final Path DEV_SHM = Paths.get("/dev/shm");
 
     private HostIdentity() {
@@ -38,19 +39,35 @@ public final class HostIdentity {
 
     /** Host name plus kernel boot id, whatever the settings say. */
     public static String machineId() {
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (IOException e) {
-            host = "unknown-host";
-        }
         String boot = "";
         try {
             boot = Files.readString(BOOT_ID).trim();
         } catch (IOException | RuntimeException e) {
             // Not Linux, or /proc hidden: the host name alone has to do.
         }
-        return host + "/" + boot;
+        return hostName() + "/" + boot;
+    }
+
+    /**
+     * The kernel's host name, as {@code hostname} prints it. Read from /proc rather than through
+     * {@code InetAddress.getLocalHost()}, which also looks the name up and fails where it does not
+     * resolve (containers, UTS namespaces, hosts missing from DNS): every such host was
+     * "unknown-host", and two of them on one kernel (one boot id) looked like one host.
+     */
+    private static String hostName() {
+        try {
+            String name = Files.readString(HOST_NAME).trim();
+            if (!name.isEmpty()) {
+                return name;
+            }
+        } catch (IOException | RuntimeException e) {
+            // Not Linux: ask the JDK.
+        }
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            return "unknown-host";
+        }
     }
 
     public static long pid() {

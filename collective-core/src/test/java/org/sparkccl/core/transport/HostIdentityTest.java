@@ -3,7 +3,11 @@ package org.sparkccl.core.transport;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.param.Params;
@@ -18,6 +22,14 @@ class HostIdentityTest {
     void theMachineIdIsTheDefaultAndNamesHostAndBoot() {
         assertEquals(HostIdentity.machineId(), HostIdentity.hostId(Params.defaults()));
         assertTrue(HostIdentity.machineId().contains("/"), HostIdentity.machineId());
+    }
+
+    @Test
+    void theMachineIdStartsWithTheKernelsHostNameResolvedOrNot() throws Exception {
+        Path kernelName = Paths.get("/proc/sys/kernel/hostname");
+        assumeTrue(Files.isReadable(kernelName), "Linux only");
+        String name = Files.readString(kernelName).trim();
+        assertTrue(HostIdentity.machineId().startsWith(name + "/"), HostIdentity.machineId() + " for host " + name);
     }
 
     @Test
