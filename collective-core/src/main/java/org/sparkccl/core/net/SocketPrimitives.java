@@ -32,6 +32,8 @@ public final class SocketPrimitives implements Primitives {
     private DataType type = DataType.UINT8;
     private ReduceOp op = ReduceOp.SUM;
     private int nranks = 1;
+    /** Runs before this collective's first receive (see {@link #beforeFirstReceive}); null once it ran. */
+    private Runnable beforeFirstReceive;
 
     SocketPrimitives(SocketRing ring, WaitLoop wait, int slotBytes) {
         this.ring = ring;
@@ -45,6 +47,28 @@ public final class SocketPrimitives implements Primitives {
         this.type = type;
         this.op = op;
         this.nranks = nranks;
+    }
+
+    /**
+     * Runs {@code check} just before the next receive (or at {@link #finish}, for a collective that
+     * receives nothing): a collective's header check then waits for the predecessor's header only once
+     * this rank's first data step went out, so the header's trip round the ring overlaps the data's.
+     */
+    void beforeFirstReceive(Runnable check) {
+        this.beforeFirstReceive = check;
+    }
+
+    /** Ends a collective: runs a check still pending from {@link #beforeFirstReceive}. */
+    void finish() {
+        runPendingCheck();
+    }
+
+    private void runPendingCheck() {
+        Runnable check = beforeFirstReceive;
+        if (check != null) {
+            beforeFirstReceive = null;
+            check.run();
+        }
     }
 
     /** Bytes one step carries. */
@@ -140,6 +164,7 @@ public final class SocketPrimitives implements Primitives {
     }
 
     private long acquireRecv(int expectedBytes) {
+        runPendingCheck();
         return ring.in[(int) (recvStep % links)].acquire(wait, recvStep, expectedBytes);
     }
 
