@@ -9,6 +9,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.sparkccl.core.PeerFailedException;
+import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**
@@ -26,6 +27,8 @@ final class SendLink extends SocketLink {
     private final ByteBuffer[] frame = new ByteBuffer[2];
     /** Held by whichever thread writes to the channel: the rank's or the writer. */
     private final AtomicBoolean writing = new AtomicBoolean();
+    /** Views the caller's memory for {@link #send}: only the rank's thread uses it. */
+    private final MemoryView direct = new MemoryView();
     private final Selector selector;
     private final String waitingForRoom;
     /** The slot whose frame is being written, or -1 when the next one starts fresh; under {@link #writing}. */
@@ -61,6 +64,58 @@ final class SendLink extends SocketLink {
             wait.done();
         }
         return slotAddress(t);
+    }
+
+    /**
+     * Sends {@code bytes} (at most a slot) at {@code src} as one frame. When nothing published is
+     * waiting, the rank's thread writes the frame straight from {@code src} and copies into a slot
+     * only what the socket did not take, for the writer thread; else it copies the bytes into a slot
+     * and publishes it. Either way {@code src} may change once this returns.
+     */
+    void send(WaitLoop wait, long step, long src, int bytes) {
+        long slot = acquire(wait, step);
+        if (writing.compareAndSet(false, true)) {
+            try {
+                if (sendPublished()) {
+                    sendDirect(src, bytes);
+                    return;
+                }
+            } catch (IOException | RuntimeException e) {
+                fail(e);
+                return;
+            } finally {
+                writing.set(false);
+            }
+        }
+        BulkCopy.copy(src, slot, bytes);
+        publish(bytes);
+    }
+
+    /**
+     * Writes a frame from {@code src} while the socket takes it; the rest goes into the free slot at
+     * the tail, published as the remainder of this frame. Only with {@link #writing} held and
+     * nothing published waiting.
+     */
+    private void sendDirect(long src, int bytes) throws IOException {
+        frameHeader.clear();
+        frameHeader.putInt(bytes).flip();
+        frame[0] = frameHeader;
+        frame[1] = direct.at(src, bytes);
+        while (frame[1].hasRemaining() && channel.write(frame) > 0) {
+            // the socket took some: offer it the rest
+        }
+        int sent = frame[1].position();
+        if (sent == bytes) {
+            return;
+        }
+        long t = tail.get();
+        int s = (int) (t % steps);
+        BulkCopy.copy(src + sent, slotAddress(t), bytes - sent);
+        lengths[s] = bytes;
+        frame[1] = slots[s].clear().limit(bytes - sent);
+        inFrame = t; // the header, or what is left of it, stays in frame[0]
+        tail.set(t + 1);
+        wakeIoThread();
     }
 
     /** Publishes the acquired slot, holding {@code bytes}: writes it now if the socket takes it, else leaves it to the writer. */

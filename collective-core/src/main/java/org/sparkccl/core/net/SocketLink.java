@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.PeerFailedException;
 
 /**
  * One TCP connection of the socket transport and its FIFO of {@code steps} slots in off-heap memory,
@@ -16,7 +17,8 @@ import org.sparkccl.core.JdkAccess;
  * The producer fills slot {@code tail % steps} and advances {@code tail}; the consumer empties slot
  * {@code head % steps} and advances {@code head}. On the wire each slot is a frame: its length, then
  * its bytes; negative lengths are the two control frames (this rank aborted with a message; this
- * rank closed its communicator), so a peer learns why a stream ended.
+ * rank closed its communicator), so a peer learns why a stream ended. Every link has TCP keepalive on
+ * ({@link LinkKeepalive}), so a peer host that vanishes without a reset still ends the link.
  */
 abstract class SocketLink implements AutoCloseable {
     static {
@@ -52,6 +54,13 @@ abstract class SocketLink implements AutoCloseable {
         this.peer = peer;
         this.channel = channel;
         this.peerName = "rank " + peer + " (" + remote(channel) + ")";
+        try {
+            LinkKeepalive.enable(channel);
+        } catch (IOException e) {
+            SocketListener.closeQuietly(channel);
+            throw new PeerFailedException(peer, "rank " + rank + ": cannot turn on TCP keepalive on the connection with "
+                    + peerName + " (" + e + "); every rank must start again with a new communicator");
+        }
         this.steps = steps;
         this.slotBytes = slotBytes;
         this.fifo = ByteBuffer.allocateDirect(steps * slotBytes);

@@ -11,9 +11,12 @@ import org.sparkccl.core.wait.WaitLoop;
 /**
  * The ring primitives over TCP ({@link SocketRing}): Simple's semantics with the slots in local
  * FIFOs that the links' I/O threads move across. Step s of either direction uses link s mod k, so
- * the bytes of one collective spread over every connection. A reduce step reduces the received
- * slot and this rank's data straight into the outgoing slot; a receiver checks every slot's length
- * against its own, so ranks that disagree about a collective fail instead of misreading data.
+ * the bytes of one collective spread over every connection. Data that is already in memory (the
+ * user's buffer, a received slot) is written to the socket from where it lies when the link is idle
+ * ({@link SendLink#send}); a reduce step with nowhere to keep its result (recvReduceSend) reduces the
+ * received slot and this rank's data straight into the outgoing slot. A receiver checks every
+ * slot's length against its own, so ranks that disagree about a collective fail instead of
+ * misreading data.
  */
 public final class SocketPrimitives implements Primitives {
     static {
@@ -29,6 +32,8 @@ public final class SocketPrimitives implements Primitives {
     private DataType type = DataType.UINT8;
     private ReduceOp op = ReduceOp.SUM;
     private int nranks = 1;
+    /** Runs before this collective's first receive (see {@link #beforeFirstReceive}); null once it ran. */
+    private Runnable beforeFirstReceive;
 
     SocketPrimitives(SocketRing ring, WaitLoop wait, int slotBytes) {
         this.ring = ring;
@@ -44,6 +49,28 @@ public final class SocketPrimitives implements Primitives {
         this.nranks = nranks;
     }
 
+    /**
+     * Runs {@code check} just before the next receive (or at {@link #finish}, for a collective that
+     * receives nothing): a collective's header check then waits for the predecessor's header only once
+     * this rank's first data step went out, so the header's trip round the ring overlaps the data's.
+     */
+    void beforeFirstReceive(Runnable check) {
+        this.beforeFirstReceive = check;
+    }
+
+    /** Ends a collective: runs a check still pending from {@link #beforeFirstReceive}. */
+    void finish() {
+        runPendingCheck();
+    }
+
+    private void runPendingCheck() {
+        Runnable check = beforeFirstReceive;
+        if (check != null) {
+            beforeFirstReceive = null;
+            check.run();
+        }
+    }
+
     /** Bytes one step carries. */
     public int slotBytes() {
         return slotBytes;
@@ -57,9 +84,7 @@ public final class SocketPrimitives implements Primitives {
     @Override
     public void send(long src, long bytes) {
         for (long done = 0; done < bytes; done += slotBytes) {
-            int n = piece(bytes, done);
-            BulkCopy.copy(src + done, acquireSend(), n);
-            publishSend(n);
+            sendFrom(src + done, piece(bytes, done));
         }
     }
 
@@ -88,8 +113,7 @@ public final class SocketPrimitives implements Primitives {
         for (long done = 0; done < bytes; done += slotBytes) {
             int n = piece(bytes, done);
             reduceInto(src + done, dst + done, n, finish);
-            BulkCopy.copy(dst + done, acquireSend(), n);
-            publishSend(n);
+            sendFrom(dst + done, n);
         }
     }
 
@@ -105,8 +129,7 @@ public final class SocketPrimitives implements Primitives {
         for (long done = 0; done < bytes; done += slotBytes) {
             int n = piece(bytes, done);
             long in = acquireRecv(n);
-            BulkCopy.copy(in, acquireSend(), n);
-            publishSend(n);
+            sendFrom(in, n);
             BulkCopy.copy(in, dst + done, n);
             releaseRecv();
         }
@@ -125,6 +148,12 @@ public final class SocketPrimitives implements Primitives {
         return (int) Math.min(slotBytes, bytes - done);
     }
 
+    /** Sends {@code n} bytes at {@code src} as the next step (see {@link SendLink#send}: no copy when the link is idle). */
+    private void sendFrom(long src, int n) {
+        ring.out[(int) (sendStep % links)].send(wait, sendStep, src, n);
+        sendStep++;
+    }
+
     private long acquireSend() {
         return ring.out[(int) (sendStep % links)].acquire(wait, sendStep);
     }
@@ -135,6 +164,7 @@ public final class SocketPrimitives implements Primitives {
     }
 
     private long acquireRecv(int expectedBytes) {
+        runPendingCheck();
         return ring.in[(int) (recvStep % links)].acquire(wait, recvStep, expectedBytes);
     }
 

@@ -1,0 +1,34 @@
+package org.sparkccl.core.net;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.SocketChannel;
+import jdk.net.ExtendedSocketOptions;
+
+/**
+ * TCP keepalive on every link of the socket transport. A peer host that vanishes without a reset
+ * (powered off, cable pulled, its network dropped) leaves an idle connection open for hours; with
+ * keepalive the kernel probes it after {@link #IDLE_S} quiet seconds, every {@link #INTERVAL_S}
+ * seconds, and after {@link #PROBES} unanswered probes the link's next read or write fails: the
+ * peer is then named as dead in about {@link #DETECTION_S} seconds, well within SPARKCCL_TIMEOUT_MS.
+ * A live peer's kernel answers the probes even when its rank computes for hours between collectives.
+ * Keepalive covers an idle connection; one with unacknowledged data waits for TCP's retransmissions,
+ * and there the collective's own timeout ends the wait.
+ */
+final class LinkKeepalive {
+    static final int IDLE_S = 2;
+    static final int INTERVAL_S = 1;
+    static final int PROBES = 3;
+    static final int DETECTION_S = IDLE_S + INTERVAL_S * PROBES;
+
+    private LinkKeepalive() {
+    }
+
+    /** Turns keepalive on for {@code channel} with this class's timings. */
+    static void enable(SocketChannel channel) throws IOException {
+        channel.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
+        channel.setOption(ExtendedSocketOptions.TCP_KEEPIDLE, IDLE_S);
+        channel.setOption(ExtendedSocketOptions.TCP_KEEPINTERVAL, INTERVAL_S);
+        channel.setOption(ExtendedSocketOptions.TCP_KEEPCOUNT, PROBES);
+    }
+}

@@ -1,0 +1,85 @@
+package org.sparkccl.core.net;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Random;
+import org.agrona.UnsafeApi;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.sparkccl.core.HostStagingBuffer;
+import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.wait.WaitLoop;
+
+/**
+ * SendLink writes from the caller's memory: what the socket does not take at once is kept (copied
+ * into a slot) and still arrives, in order, after the caller has overwritten its buffer.
+ */
+class SendLinkTest {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
+    private static final int FRAME = 16 << 20; // far more than the socket buffers hold while nobody reads
+
+    @AfterEach
+    void nothingLeaked() {
+        SocketRanks.assertNothingLeaked();
+    }
+
+    @Test
+    void framesTheSocketCouldNotTakeArriveIntactAfterTheCallerReusedItsBuffer() throws IOException {
+        try (ServerSocketChannel server = ServerSocketChannel.open();
+             HostStagingBuffer src = new HostStagingBuffer(FRAME);
+             HostStagingBuffer expected = new HostStagingBuffer(2L * FRAME)) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            SocketChannel sending = SocketChannel.open(server.getLocalAddress());
+            SocketChannel receiving = server.accept();
+            WaitLoop wait = new WaitLoop(0, 100, 30_000, (peer, step, what) -> { }, () -> false);
+            Random random = new Random(16);
+            try (SendLink out = new SendLink(0, 1, sending, 2, FRAME)) {
+                // Frame 0 straight from src (nobody reads yet: the socket takes only part of it);
+                // frame 1, smaller, while frame 0's rest still waits: copied into a slot.
+                int[] sizes = {FRAME, FRAME / 3};
+                long offset = 0;
+                for (int step = 0; step < sizes.length; step++) {
+                    fill(src.address(), sizes[step], random);
+                    UnsafeApi.copyMemory(src.address(), expected.address() + offset, sizes[step]);
+                    out.send(wait, step, src.address(), sizes[step]);
+                    assertEquals(step + 1, out.tail.get() - out.head.get(), "frames left to the writer thread after step " + step);
+                    fill(src.address(), sizes[step], random); // the caller reuses its buffer at once
+                    offset += sizes[step];
+                }
+                try (RecvLink in = new RecvLink(1, 0, receiving, 2, FRAME)) {
+                    offset = 0;
+                    for (int step = 0; step < sizes.length; step++) {
+                        long got = in.acquire(wait, step, sizes[step]);
+                        assertEquals(-1, firstDifference(got, expected.address() + offset, sizes[step]),
+                                "frame " + step + ": first byte offset that differs from what was sent");
+                        in.release();
+                        offset += sizes[step];
+                    }
+                }
+            }
+        }
+    }
+
+    private static long firstDifference(long a, long b, int bytes) {
+        for (int i = 0; i < bytes; i += 8) {
+            if (UnsafeApi.getLong(a + i) != UnsafeApi.getLong(b + i)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static void fill(long address, int bytes, Random random) {
+        for (int i = 0; i < bytes; i += 8) {
+            UnsafeApi.putLong(address + i, random.nextLong());
+        }
+    }
+}
