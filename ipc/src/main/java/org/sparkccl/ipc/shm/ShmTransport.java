@@ -102,7 +102,7 @@ public final class ShmTransport implements MemoryTransport {
     }
 
     public ShmTransport(Params params, CclLog log) {
-        this(params, log, DEFAULT_DIRECTORY, null, HostIdentity.hostId());
+        this(params, log, DEFAULT_DIRECTORY, null, HostIdentity.hostId(params));
     }
 
     /**
