@@ -39,17 +39,29 @@ final class SendLink extends SocketLink {
     SendLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
         this.waitingForRoom = "room to send to " + peerName;
+        Selector opened = null;
         try {
             channel.configureBlocking(false);
-            // The largest send buffer Linux allows by default (net.core.wmem_max): a whole slot then fits,
-            // so the rank's thread sends it in one write instead of leaving the rest to the writer thread.
+            // A send buffer a whole slot fits in, so the rank's thread sends it in one write instead of
+            // leaving the rest to the writer thread. The kernel caps it at net.core.wmem_max (4 MB on the
+            // project's VM, 208 KB on stock Linux) and turns send autotuning off once it is set: see
+            // docs/perf/socket-allreduce-notes.md before changing it.
             channel.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
-            selector = Selector.open();
-            channel.register(selector, SelectionKey.OP_WRITE);
+            opened = Selector.open();
+            channel.register(opened, SelectionKey.OP_WRITE);
         } catch (IOException e) {
+            if (opened != null) {
+                try {
+                    opened.close();
+                } catch (IOException ignored) {
+                    // closing a selector nobody waits on: nothing to report beyond the setup failure
+                }
+            }
+            releaseUnstarted(); // the connection and the FIFO the link took in its constructor
             throw new PeerFailedException(peer, "rank " + rank + ": cannot set up the connection to " + peerName + " ("
                     + e + "); every rank must start again with a new communicator");
         }
+        selector = opened;
         start("sparkccl-rank" + rank + "-send-to-" + peer);
     }
 

@@ -139,6 +139,14 @@ abstract class SocketLink implements AutoCloseable {
         // else: the thread still touches the FIFO; leaving it to the GC is better than freeing it under the thread.
     }
 
+    /** Undoes the constructor for a subclass whose own setup failed before {@link #start}: no thread yet. */
+    final void releaseUnstarted() {
+        closed = true;
+        SocketListener.closeQuietly(channel);
+        BufferUtil.free(fifo);
+        OUTSTANDING.addAndGet(-fifo.capacity());
+    }
+
     /** Closes at once: nothing left in the FIFO is sent. */
     @Override
     public void close() {
