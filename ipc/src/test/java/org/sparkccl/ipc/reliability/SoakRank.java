@@ -80,15 +80,15 @@ public final class SoakRank {
             // GPU: two rounds, each making, using and closing every communicator. What CUDA sets up once per
             // process on first use (kernel code, local memory sized for the largest kernel) stays after the
             // first; a leak per communicator shows as growth from the first round's end to the second's.
+            // LL128 needs every hop over NVLink or within one GPU: certain only where all ranks share one.
+            String[][] settings = !gpu ? HOST_SETTINGS
+                    : GpuSupport.deviceCount() == 1 ? GPU_SETTINGS : Arrays.copyOf(GPU_SETTINGS, GPU_SETTINGS.length - 1);
             int rounds = gpu ? 2 : 1;
             int perRound = calls / rounds;
             ProcessResources firstSample = null;
             for (int round = 1; round <= rounds; round++) {
                 List<Communicator> comms = new ArrayList<>();
                 List<String> names = new ArrayList<>();
-                // LL128 needs every hop over NVLink or within one GPU: certain only where all ranks share one.
-                String[][] settings = !gpu ? HOST_SETTINGS
-                        : GpuSupport.deviceCount() == 1 ? GPU_SETTINGS : Arrays.copyOf(GPU_SETTINGS, GPU_SETTINGS.length - 1);
                 for (String[] s : settings) {
                     Params params = Params.fromEnvironment().withOverrides(Map.of("SPARKCCL_ALGO", s[0], "SPARKCCL_PROTO", s[1]));
                     comms.add(gpu ? GpuCommunicators.create(bootstrap, device.ordinal(), params)
