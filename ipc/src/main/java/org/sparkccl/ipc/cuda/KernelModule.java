@@ -2,9 +2,12 @@ package org.sparkccl.ipc.cuda;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUfunction_attribute;
+import jcuda.driver.CUlimit;
 import jcuda.driver.CUmodule;
 import jcuda.driver.JCudaDriver;
 
@@ -22,6 +25,7 @@ public final class KernelModule {
     private final String resource;
     private final CUmodule module = new CUmodule();
     private final Map<String, CUfunction> functions = new HashMap<>();
+    private boolean allLoaded;
 
     private KernelModule(CudaDevice device, String resource) {
         this.device = device;
@@ -50,6 +54,38 @@ public final class KernelModule {
             functions.put(name, f);
         }
         return f;
+    }
+
+    /**
+     * Loads the named kernels now, once per module, and raises the context's per-thread stack to the
+     * largest local memory among them. Why: with lazy loading (CUDA 12's default) a kernel is loaded at its
+     * first use, and a launch that needs more local memory than the context holds grows it; both wait
+     * until every kernel of the context has ended. Where two ranks of this process share the GPU, the
+     * other rank's kernel spins until this rank's kernel runs, so such a launch waits for a kernel that
+     * waits for it, until the collective's timeout (GpuStreamOrderedTest, 2 ranks as threads on one H200:
+     * a stream-ordered Simple reduceScatter, the first Simple call of the test, timed out in 3 of 6 runs).
+     * Called when the first communicator on the device connects, before any collective kernel runs.
+     */
+    public synchronized void loadAll(Collection<String> names) {
+        if (allLoaded) {
+            return;
+        }
+        device.makeCurrent();
+        long largestLocal = 0;
+        for (String name : names) {
+            int[] local = new int[1];
+            Cuda.check(JCudaDriver.cuFuncGetAttribute(local, CUfunction_attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                    function(name)), "cuFuncGetAttribute(local size of " + name + ")", device.where());
+            largestLocal = Math.max(largestLocal, local[0]);
+        }
+        long[] stack = new long[1];
+        Cuda.check(JCudaDriver.cuCtxGetLimit(stack, CUlimit.CU_LIMIT_STACK_SIZE), "cuCtxGetLimit(stack size)",
+                device.where());
+        if (stack[0] < largestLocal) {
+            Cuda.check(JCudaDriver.cuCtxSetLimit(CUlimit.CU_LIMIT_STACK_SIZE, largestLocal),
+                    "cuCtxSetLimit(stack size " + largestLocal + " bytes)", device.where());
+        }
+        allLoaded = true;
     }
 
     /** The collectives' kernel image, with a 0 byte after it. */

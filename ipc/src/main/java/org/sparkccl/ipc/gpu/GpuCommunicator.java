@@ -179,6 +179,7 @@ public final class GpuCommunicator implements Communicator {
         device.makeCurrent();
         stream = own(new CudaStream(device, where));
         module = KernelModule.forDevice(device);
+        module.loadAll(GpuPlan.allKernelNames());
         timeoutNs = TimeUnit.MILLISECONDS.toNanos(params.get(Params.TIMEOUT_MS));
         idle = new SpinYieldPark(params.get(Params.SPINS_BEFORE_YIELD), SpinYieldPark.DEFAULT_YIELD_NANOS, PARK_NS, PARK_NS);
 

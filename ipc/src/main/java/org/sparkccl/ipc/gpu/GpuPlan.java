@@ -1,5 +1,7 @@
 package org.sparkccl.ipc.gpu;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
 import org.sparkccl.core.proto.Protocol;
@@ -48,12 +50,29 @@ final class GpuPlan {
     /** A one-shot all-reduce of {@code count} elements over {@code blocks} blocks. */
     static GpuPlan oneShot(long count, DataType type, int blocks, int threads) {
         return new GpuPlan(Kind.ALL_REDUCE, Protocol.LL, blocks, threads, count, count, count, count,
-                "sccl_oneshot_" + type.ncclName(), true);
+                oneShotKernelName(type), true);
     }
 
     /** LL, LL128, Simple or 1shot: how the call runs, for benchmarks' columns. */
     String algorithm() {
         return oneShot ? "1shot" : protocol.displayName();
+    }
+
+    static String oneShotKernelName(DataType type) {
+        return "sccl_oneshot_" + type.ncclName();
+    }
+
+    /** Every collective kernel a communicator may launch (ring_kernels.cu). */
+    static List<String> allKernelNames() {
+        List<String> names = new ArrayList<>();
+        for (DataType type : DataType.values()) {
+            for (Protocol protocol : Protocol.values()) {
+                names.add(kernelName(type, protocol));
+            }
+            names.add(oneShotKernelName(type));
+        }
+        names.add(ResidentKernel.KERNEL);
+        return names;
     }
 
     static String kernelName(DataType type, Protocol protocol) {
