@@ -63,7 +63,7 @@ public final class KernelModule {
      * until every kernel of the context has ended. Where two ranks of this process share the GPU, the
      * other rank's kernel spins until this rank's kernel runs, so such a launch waits for a kernel that
      * waits for it, until the collective's timeout (GpuStreamOrderedTest, 2 ranks as threads on one H200:
-     * a stream-ordered Simple reduceScatter, the first Simple call of the test, timed out in 3 of 6 runs).
+     * a stream-ordered Simple reduceScatter, the first Simple call of the test, timed out in 8 of 12 runs).
      * Called when the first communicator on the device connects, before any collective kernel runs.
      */
     public synchronized void loadAll(Collection<String> names) {
