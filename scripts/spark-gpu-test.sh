@@ -9,7 +9,8 @@
 #   3. TrainJob as bin/train runs it (embedded local Spark): on the GPUs, and refused with more ranks
 #      than GPUs;
 #   4. spark-submit of the application jar (TrainJob) to a standalone Master and Worker, the Worker
-#      with the real GPU discovery script (scripts/getGpusResources.sh);
+#      with the real GPU discovery script (scripts/getGpusResources.sh); then the same with two Workers
+#      on pretend hosts (SPARKCCL_HOST_ID each), so that the GPU ranks all-reduce across hosts;
 #   5. with "all": ipc's gpu-tagged tests too.
 # With "classes SELECTOR...": only those JUnit classes (or CLASS#method; tag gpu), each in a JUnit run of
 # its own, in that order, to fit one device call (a copy of this script in .device/spark/app, run from the
@@ -95,8 +96,11 @@ if [ "$what" = spark ] || [ "$what" = all ]; then
 
 fi
 
-standalone() {
+standalone() { # hosts: 1 (one Worker with the GPUs) or 2 (two Workers on pretend hosts, one rank each)
+  local hosts=${1:-1}
   local home=/tmp/spark-standalone conf=/tmp/spark-standalone/worker.conf ranks task_gpus=1 shared=false
+  local log=$out/standalone-driver.log
+  [ "$hosts" = 2 ] && log=$out/standalone-2hosts-driver.log
   rm -rf "$home"; mkdir -p "$home/jars" "$home/work"
   # Spark's jars only: what the application jar carries (sparkccl, Agrona, picocli, JNA, JCuda) stays out.
   for j in "$b"/jars/*.jar; do
@@ -104,37 +108,51 @@ standalone() {
   done
   ranks=$ngpu
   if [ "$ngpu" -lt 2 ]; then ranks=2; task_gpus=0.5; shared=true; fi
+  local exec_gpus=$ngpu worker_cores=$ranks
+  # Pretend hosts: each Worker (and so its executor, which inherits the Worker's environment) has its own
+  # SPARKCCL_HOST_ID; one executor with one task and one GPU per host. Where there is one GPU both use it.
+  if [ "$hosts" = 2 ]; then ranks=2; task_gpus=1; exec_gpus=1; worker_cores=1; shared=true; fi
   printf 'spark.worker.resource.gpu.amount %s\nspark.worker.resource.gpu.discoveryScript %s\n' "$ngpu" \
     "$PWD/scripts/getGpusResources.sh" > "$conf"
   local scp="$home/jars/*"
   SPARK_HOME=$home "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
     --port 7077 --webui-port 18080 > "$out/standalone-master.log" 2>&1 &
-  local master=$!
-  SPARK_HOME=$home "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 \
-    --host 127.0.0.1 --cores "$ranks" --memory 16g --work-dir "$home/work" --properties-file "$conf" \
-    > "$out/standalone-worker.log" 2>&1 &
-  local worker=$!
-  for _ in $(seq 60); do grep -q "Successfully registered with master" "$out/standalone-worker.log" && break; sleep 1; done
+  local pids=($!)
+  local h
+  for h in $(seq "$hosts"); do
+    local wlog=$out/standalone-worker.log
+    [ "$hosts" = 2 ] && wlog=$out/standalone-worker-host$h.log
+    mkdir -p "$home/work/$h"
+    env $([ "$hosts" = 2 ] && echo "SPARKCCL_HOST_ID=pretend-host-$h SPARKCCL_DEBUG=INFO SPARKCCL_DEBUG_SUBSYS=INIT") \
+      SPARK_HOME=$home "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 \
+      --host 127.0.0.1 --cores "$worker_cores" --memory 16g --work-dir "$home/work/$h" --properties-file "$conf" \
+      --webui-port $((18080 + h)) > "$wlog" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 60); do grep -q "Successfully registered with master" "$wlog" && break; sleep 1; done
+  done
   SPARK_HOME=$home timeout 240 "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.SparkSubmit \
     --master spark://127.0.0.1:7077 --class org.sparkccl.spark.TrainJob \
     --conf spark.plugins=org.sparkccl.spark.SparkCclPlugin \
-    --conf spark.executor.resource.gpu.amount="$ngpu" \
+    --conf spark.executor.resource.gpu.amount="$exec_gpus" \
     --conf spark.executor.resource.gpu.discoveryScript="$PWD/scripts/getGpusResources.sh" \
     --conf spark.task.resource.gpu.amount=$task_gpus --conf spark.sparkccl.allowSharedGpu=$shared \
-    --conf spark.executor.cores="$ranks" --conf spark.driver.host=127.0.0.1 \
+    --conf spark.executor.cores="$worker_cores" --conf spark.driver.host=127.0.0.1 \
     --conf spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s \
     .device/spark/submit/sparkccl-spark-app-*.jar --ranks "$ranks" --steps 200 --log-every 50 \
-    > "$out/standalone-driver.log" 2>&1
+    > "$log" 2>&1
   echo "spark-submit exit $?"
-  grep -E "trained steps|TrainJob:" "$out/standalone-driver.log" | head -3
-  grep -hE "training steps run|ready on" "$home"/work/app-*/*/stdout "$home"/work/app-*/*/stderr 2>/dev/null | head -4
-  kill "$worker" "$master" 2>/dev/null; wait "$worker" "$master" 2>/dev/null
+  grep -E "trained steps|TrainJob:" "$log" | head -3
+  grep -hE "training steps run|ready on|two-level|over TCP" "$home"/work/*/app-*/*/stdout "$home"/work/*/app-*/*/stderr \
+    2>/dev/null | sed 's/^.*\(sparkccl rank\|ranks on\|two-level\)/\1/' | cut -c1-300 | head -8
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   pkill -f CoarseGrainedExecutorBackend 2>/dev/null
-  cp -r "$home/work" "$out/standalone-work" 2>/dev/null
+  cp -r "$home/work" "$out/standalone-work-$hosts" 2>/dev/null
 }
 if [ "$what" != ipc ]; then
   echo "== spark-submit of the application jar to a standalone cluster (Master, Worker, GPUs from getGpusResources.sh)"
-  standalone
+  standalone 1
+  echo "== the same on 2 pretend hosts (a Worker each, SPARKCCL_HOST_ID): the GPU ranks all-reduce across hosts over TCP"
+  standalone 2
 fi
 
 if [ "$what" = all ] || [ "$what" = ipc ]; then

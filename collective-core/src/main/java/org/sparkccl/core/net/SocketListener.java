@@ -60,6 +60,11 @@ public final class SocketListener implements AutoCloseable {
     /** Binds a free port on {@link Params#SOCKET_ADDRESS} (or this host's first non-loopback address). */
     public static SocketListener open(int rank, Params params, CclLog log) {
         InetAddress host = listenAddress(params.get(Params.SOCKET_ADDRESS));
+        if (!LinkKeepalive.TIMINGS_AVAILABLE) {
+            log.warn(Subsys.NET, "this Java runtime has no jdk.net module: TCP keepalive runs with the system's timings"
+                    + " (net.ipv4.tcp_keepalive_time), so a peer host that vanishes is found by the collective's timeout"
+                    + " (SPARKCCL_TIMEOUT_MS) instead of in %d s; run on a Java runtime with jdk.net", LinkKeepalive.DETECTION_S);
+        }
         try {
             ServerSocketChannel server = ServerSocketChannel.open();
             server.bind(new InetSocketAddress(host, 0), 128);

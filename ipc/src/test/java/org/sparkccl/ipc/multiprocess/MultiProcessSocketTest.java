@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.sparkccl.ipc.launch.LaunchResult;
@@ -23,10 +24,17 @@ class MultiProcessSocketTest {
     private static final long DETECTION_BOUND_MS = 10_000;
 
     private static LaunchResult launch(int n, Map<Integer, List<String>> lines, String shmDisable, String... args) {
+        return launch(n, lines, shmDisable, List.of(), args);
+    }
+
+    private static LaunchResult launch(int n, Map<Integer, List<String>> lines, String shmDisable,
+                                       List<String> moreJvmOptions, String... args) {
+        List<String> jvm = new java.util.ArrayList<>(List.of("-XX:+UseSerialGC", "-Xmx256m"));
+        jvm.addAll(moreJvmOptions);
         return RankLauncher.of(n, SocketRank.class.getName())
                 .args(args)
                 .env("SPARKCCL_SHM_DISABLE", shmDisable)
-                .jvmOptions("-XX:+UseSerialGC", "-Xmx256m")
+                .jvmOptions(jvm.toArray(String[]::new))
                 .output(null, System.err)
                 .onLine((rank, stderr, line) -> lines.computeIfAbsent(rank, r -> new CopyOnWriteArrayList<>()).add(line))
                 .survivorGrace(Duration.ofSeconds(60))
@@ -46,6 +54,24 @@ class MultiProcessSocketTest {
             assertEquals("LEFT 0", RankLines.find(lines, r, "LEFT "));
         }
         assertEquals(List.of(), DevShm.leftoversOf(result));
+    }
+
+    /**
+     * A Java runtime trimmed without the jdk.net module (jlink; simulated with --limit-modules) has no
+     * keepalive timings: links still connect, with the system's timings, and each rank warns once.
+     * The GPU machine's jlinked runtime failed every cross-host link before (ClassNotFoundException).
+     */
+    @Test
+    void aRuntimeWithoutJdkNetStillConnects() {
+        Map<Integer, List<String>> lines = new ConcurrentHashMap<>();
+        LaunchResult result = launch(2, lines, "1", List.of("--limit-modules", "java.se,jdk.unsupported"), "matrix", "0");
+        assertTrue(result.succeeded(), result.failure());
+        for (int r = 0; r < 2; r++) {
+            assertEquals("WRONG 0", RankLines.find(lines, r, "WRONG "));
+            int rank = r;
+            assertTrue(lines.get(r).stream().anyMatch(l -> l.contains("has no jdk.net module")),
+                    () -> "rank " + rank + " did not warn: " + lines.get(rank));
+        }
     }
 
     @ParameterizedTest(name = "{0} ranks on {1} pretend host(s), SHM disabled {2}, rank {3} killed")
