@@ -153,6 +153,12 @@ if [ "$what" != ipc ]; then
   standalone 1
   echo "== the same on 2 pretend hosts (a Worker each, SPARKCCL_HOST_ID): the GPU ranks all-reduce across hosts over TCP"
   standalone 2
+  # The same job on one host and across two must train to the same model (the sums' order differs, so the
+  # last digits may too: compare the printed loss and accuracy).
+  one=$(grep -o "whole training set: loss [0-9.]*, accuracy [0-9.]*" "$out/standalone-driver.log")
+  two=$(grep -o "whole training set: loss [0-9.]*, accuracy [0-9.]*" "$out/standalone-2hosts-driver.log")
+  if [ -n "$one" ] && [ "$one" = "$two" ]; then echo "TWO HOSTS MATCH ONE HOST: $two"
+  else echo "TWO HOSTS DIFFER FROM ONE HOST: '$two' against '$one'"; fi
 fi
 
 if [ "$what" = all ] || [ "$what" = ipc ]; then
