@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,7 +30,7 @@ class MultiProcessSocketTest {
 
     private static LaunchResult launch(int n, Map<Integer, List<String>> lines, String shmDisable,
                                        List<String> moreJvmOptions, String... args) {
-        List<String> jvm = new java.util.ArrayList<>(List.of("-XX:+UseSerialGC", "-Xmx256m"));
+        List<String> jvm = new ArrayList<>(List.of("-XX:+UseSerialGC", "-Xmx256m"));
         jvm.addAll(moreJvmOptions);
         return RankLauncher.of(n, SocketRank.class.getName())
                 .args(args)
