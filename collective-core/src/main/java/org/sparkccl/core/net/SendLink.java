@@ -8,37 +8,54 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.agrona.BufferUtil;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**
  * The sending side of one connection: the rank's thread fills slots ({@link #acquire}, {@link #publish})
- * and they go out in order. The rank's thread writes a published slot itself while the socket takes
- * it (the usual case: the kernel's buffer has room), so a step costs no hand-off to another thread and
- * its wake-up; what the socket does not take at once the writer thread sends when the socket has room.
- * The channel is non-blocking so that the rank's thread never blocks in a write (a peer that stopped
- * reading then still ends in the collective's timeout). After an abort the writer sends the abort
- * frame once every slot before it went out; on close, the close frame.
+ * or hands over bytes where they lie ({@link #send}), and they go out in order. The rank's thread
+ * writes what is published itself while the socket takes it (the usual case: the kernel's buffer has
+ * room), every waiting frame in one gathering write, so a step costs no hand-off to another thread
+ * and its wake-up; what the socket does not take at once the writer thread sends when the socket has
+ * room. The channel is non-blocking so that the rank's thread never blocks in a write (a peer that
+ * stopped reading then still ends in the collective's timeout). After an abort the writer sends the
+ * abort frame once every slot before it went out; on close, the close frame.
+ *
+ * <p>Each published step's frame is two buffers, set up when it is published: its length header
+ * and its body (the slot, or for the rank's own write the caller's memory). A frame the socket took
+ * only in part keeps its progress in their positions; a body in the caller's memory that did not go
+ * out is copied into its slot before the rank's thread lets go of the channel, so the writer thread
+ * only ever sends from slots.
  */
 final class SendLink extends SocketLink {
     private static final long SELECT_MS = 100;
-    private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(12);
-    private final ByteBuffer[] frame = new ByteBuffer[2];
+    private final ByteBuffer controlFrame = ByteBuffer.allocateDirect(12);
+    private final ByteBuffer[] frameHeaders;
+    private final ByteBuffer[] frameBodies;
+    /** Per slot: views of the caller's memory for bodies that {@link #send} hands over where they lie. */
+    private final MemoryView[] views;
+    /** The buffers of the frames one write gathers; under {@link #writing}. */
+    private final ByteBuffer[] gather;
     /** Held by whichever thread writes to the channel: the rank's or the writer. */
     private final AtomicBoolean writing = new AtomicBoolean();
-    /** Views the caller's memory for {@link #send}: only the rank's thread uses it. */
-    private final MemoryView direct = new MemoryView();
     private final Selector selector;
     private final String waitingForRoom;
-    /** The slot whose frame is being written, or -1 when the next one starts fresh; under {@link #writing}. */
-    private long inFrame = -1;
     private volatile byte[] abortMessage;
     private volatile int abortOrigin;
 
     SendLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
         this.waitingForRoom = "room to send to " + peerName;
+        this.frameHeaders = new ByteBuffer[steps];
+        this.frameBodies = new ByteBuffer[steps];
+        this.views = new MemoryView[steps];
+        this.gather = new ByteBuffer[2 * steps];
+        for (int s = 0; s < steps; s++) {
+            frameHeaders[s] = ByteBuffer.allocateDirect(4);
+            views[s] = new MemoryView();
+        }
         Selector opened = null;
         try {
             channel.configureBlocking(false);
@@ -67,77 +84,72 @@ final class SendLink extends SocketLink {
 
     /** Address of the next slot to fill, once it was sent. */
     long acquire(WaitLoop wait, long step) {
-        long t = tail.get();
-        if (t - head.get() >= steps) {
-            while (t - head.get() >= steps) {
+        awaitFreeSlots(wait, step, 1);
+        return slotAddress(tail.get());
+    }
+
+    private void awaitFreeSlots(WaitLoop wait, long step, int needed) {
+        if (tail.get() - head.get() > steps - needed) {
+            while (tail.get() - head.get() > steps - needed) {
                 checkFailure();
                 wait.idle(peer, step, waitingForRoom);
             }
             wait.done();
         }
-        return slotAddress(t);
+    }
+
+    /** As {@link #send(WaitLoop, long, long, int, long, int)} with no frame before it. */
+    void send(WaitLoop wait, long step, long src, int bytes) {
+        send(wait, step, 0, 0, src, bytes);
     }
 
     /**
-     * Sends {@code bytes} (at most a slot) at {@code src} as one frame. When nothing published is
-     * waiting, the rank's thread writes the frame straight from {@code src} and copies into a slot
-     * only what the socket did not take, for the writer thread; else it copies the bytes into a slot
-     * and publishes it. Either way {@code src} may change once this returns.
+     * Sends {@code bytes} (at most a slot) at {@code src} as one frame, after a frame of {@code
+     * firstBytes} at {@code first} where {@code firstBytes > 0} (a collective's header: both then
+     * go out in one write, and the peer's reader takes both in one wake-up). When the rank's thread
+     * has the channel, it writes them straight from where they lie together with anything published
+     * before them, and copies into slots only what the socket did not take, for the writer thread;
+     * else it copies them into slots and publishes them. Either way the memory may change once this
+     * returns.
      */
-    void send(WaitLoop wait, long step, long src, int bytes) {
-        long slot = acquire(wait, step);
+    void send(WaitLoop wait, long step, long first, int firstBytes, long src, int bytes) {
+        awaitFreeSlots(wait, step, firstBytes > 0 ? 2 : 1);
         if (writing.compareAndSet(false, true)) {
+            long t = tail.get();
             try {
-                if (sendPublished()) {
-                    sendDirect(src, bytes);
-                    return;
+                if (firstBytes > 0) {
+                    publishView(first, firstBytes);
                 }
+                publishView(src, bytes);
+                writePublished();
             } catch (IOException | RuntimeException e) {
                 fail(e);
-                return;
             } finally {
+                keepUnsentInSlots(t);
                 writing.set(false);
             }
-        }
-        BulkCopy.copy(src, slot, bytes);
-        publish(bytes);
-    }
-
-    /**
-     * Writes a frame from {@code src} while the socket takes it; the rest goes into the free slot at
-     * the tail, published as the remainder of this frame. Only with {@link #writing} held and
-     * nothing published waiting.
-     */
-    private void sendDirect(long src, int bytes) throws IOException {
-        frameHeader.clear();
-        frameHeader.putInt(bytes).flip();
-        frame[0] = frameHeader;
-        frame[1] = direct.at(src, bytes);
-        while (frame[1].hasRemaining() && channel.write(frame) > 0) {
-            // the socket took some: offer it the rest
-        }
-        int sent = frame[1].position();
-        if (sent == bytes) {
+            if (tail.get() != head.get()) {
+                wakeIoThread();
+            }
             return;
         }
-        long t = tail.get();
-        int s = (int) (t % steps);
-        BulkCopy.copy(src + sent, slotAddress(t), bytes - sent);
-        lengths[s] = bytes;
-        frame[1] = slots[s].clear().limit(bytes - sent);
-        inFrame = t; // the header, or what is left of it, stays in frame[0]
-        tail.set(t + 1);
-        wakeIoThread();
+        if (firstBytes > 0) {
+            BulkCopy.copy(first, slotAddress(tail.get()), firstBytes);
+            publish(firstBytes);
+        }
+        BulkCopy.copy(src, slotAddress(tail.get()), bytes);
+        publish(bytes);
     }
 
     /** Publishes the acquired slot, holding {@code bytes}: writes it now if the socket takes it, else leaves it to the writer. */
     void publish(int bytes) {
         long t = tail.get();
-        lengths[(int) (t % steps)] = bytes;
-        tail.set(t + 1);
+        int s = (int) (t % steps);
+        frameBodies[s] = slots[s].clear().limit(bytes);
+        publishFrame(t, bytes);
         if (writing.compareAndSet(false, true)) {
             try {
-                if (sendPublished()) {
+                if (writePublished()) {
                     return;
                 }
             } catch (IOException | RuntimeException e) {
@@ -147,6 +159,37 @@ final class SendLink extends SocketLink {
             }
         }
         wakeIoThread();
+    }
+
+    /** Publishes a frame whose body is the caller's memory; only with {@link #writing} held, undone by {@link #keepUnsentInSlots}. */
+    private void publishView(long src, int bytes) {
+        long t = tail.get();
+        int s = (int) (t % steps);
+        frameBodies[s] = views[s].at(src, bytes);
+        publishFrame(t, bytes);
+    }
+
+    private void publishFrame(long t, int bytes) {
+        int s = (int) (t % steps);
+        frameHeaders[s].clear().putInt(bytes).flip();
+        tail.set(t + 1);
+    }
+
+    /**
+     * Copies what the socket did not take of the bodies published from step {@code from} on that
+     * lie in the caller's memory into their slots, so that the caller may reuse its memory and the
+     * writer thread sends from the slots. Only with {@link #writing} held.
+     */
+    private void keepUnsentInSlots(long from) {
+        for (long i = Math.max(from, head.get()); i < tail.get(); i++) {
+            int s = (int) (i % steps);
+            ByteBuffer body = frameBodies[s];
+            if (body != slots[s]) {
+                int left = body.remaining();
+                BulkCopy.copy(BufferUtil.address(body) + body.position(), slotAddress(i), left);
+                frameBodies[s] = slots[s].clear().limit(left);
+            }
+        }
     }
 
     /** Tells the peer, after what was already published, that this rank failed and why. */
@@ -159,29 +202,30 @@ final class SendLink extends SocketLink {
     }
 
     /**
-     * Writes published slots while the socket takes them; true once all are sent, false when the
-     * socket is full. Only with {@link #writing} held.
+     * Writes the published frames, all in one gathering write, while the socket takes them; true
+     * once all are sent, false when the socket is full. Only with {@link #writing} held.
      */
-    private boolean sendPublished() throws IOException {
+    private boolean writePublished() throws IOException {
         while (true) {
             long h = head.get();
-            if (tail.get() == h) {
+            long t = tail.get();
+            if (t == h) {
                 return true;
             }
-            int s = (int) (h % steps);
-            if (inFrame != h) {
-                frameHeader.clear();
-                frameHeader.putInt(lengths[s]).flip();
-                frame[0] = frameHeader;
-                frame[1] = slots[s].clear().limit(lengths[s]);
-                inFrame = h;
+            int n = 0;
+            for (long i = h; i < t; i++) {
+                int s = (int) (i % steps);
+                gather[n++] = frameHeaders[s];
+                gather[n++] = frameBodies[s];
             }
-            channel.write(frame);
-            if (frame[1].hasRemaining()) {
+            long wrote = channel.write(gather, 0, n);
+            while (h < t && !frameHeaders[(int) (h % steps)].hasRemaining() && !frameBodies[(int) (h % steps)].hasRemaining()) {
+                h++;
+            }
+            head.set(h);
+            if (wrote == 0 && h < t) {
                 return false;
             }
-            inFrame = -1;
-            head.set(h + 1);
         }
     }
 
@@ -193,15 +237,15 @@ final class SendLink extends SocketLink {
                 if (tail.get() == head.get()) {
                     byte[] abort = abortMessage;
                     if (abort != null && lock()) {
-                        frameHeader.clear();
-                        frameHeader.putInt(FRAME_ABORT).putInt(abortOrigin).putInt(abort.length).flip();
-                        writeAll(frameHeader, ByteBuffer.wrap(abort));
+                        controlFrame.clear();
+                        controlFrame.putInt(FRAME_ABORT).putInt(abortOrigin).putInt(abort.length).flip();
+                        writeAll(controlFrame, ByteBuffer.wrap(abort));
                         return;
                     }
                     if (stopping && lock()) {
-                        frameHeader.clear();
-                        frameHeader.putInt(FRAME_CLOSE).flip();
-                        writeAll(frameHeader);
+                        controlFrame.clear();
+                        controlFrame.putInt(FRAME_CLOSE).flip();
+                        writeAll(controlFrame);
                         return;
                     }
                     ioIdle(idle++);
@@ -214,7 +258,7 @@ final class SendLink extends SocketLink {
                 }
                 boolean sent;
                 try {
-                    sent = sendPublished();
+                    sent = writePublished();
                 } finally {
                     writing.set(false);
                 }

@@ -218,14 +218,13 @@ public final class SocketCommunicator implements Communicator {
             } else {
                 UnsafeApi.setMemory(headerScratch + h, h, (byte) 0);
             }
-            primitives.begin(DataType.UINT8, ReduceOp.SUM, size);
-            primitives.send(headerScratch, 2L * h);
             primitives.begin(type, op, size);
+            primitives.sendHeader(headerScratch, 2 * h);
             // The predecessor's header is checked before anything it sent is read, but only once this
             // rank's first data step went out: a rank's data never waits for a header's trip.
             primitives.beforeFirstReceive(() -> checkPredecessorsHeader(mine, outerCall));
             // Half of what may be in flight towards the successor: a sender never needs more before it
-            // receives (the header's frame, sent before the first chunk, fits in the other half).
+            // receives (the header's frame, sent with the first chunk, fits in the other half).
             long chunkBytes = Math.max(type.size(), primitives.capacityBytes() / 2);
             work.run(primitives, chunkBytes / type.size());
             primitives.finish();
@@ -238,7 +237,7 @@ public final class SocketCommunicator implements Communicator {
     /** Receives the predecessor's two headers (this call's, the outer call's) and fails if they differ from this rank's. */
     private void checkPredecessorsHeader(CollectiveHeader mine, CollectiveHeader outerCall) {
         int h = CollectiveHeader.BYTES;
-        primitives.recv(headerScratch + 2L * h, 2L * h);
+        primitives.recvHeader(headerScratch + 2L * h, 2 * h);
         CollectiveHeader theirs = CollectiveHeader.read(headerScratch + 2L * h);
         if (!mine.sameCall(theirs)) {
             throw mismatch(mine.describe(), theirs == null ? "something unreadable" : theirs.describe());

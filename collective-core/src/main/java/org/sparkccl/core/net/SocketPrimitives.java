@@ -17,6 +17,12 @@ import org.sparkccl.core.wait.WaitLoop;
  * received slot and this rank's data straight into the outgoing slot. A receiver checks every
  * slot's length against its own, so ranks that disagree about a collective fail instead of
  * misreading data.
+ *
+ * <p>A collective's header ({@link #sendHeader}, {@link #recvHeader}) is a frame of its own on the
+ * link of the collective's first step, outside the steps' count: it goes out in one write with that
+ * step's data, or alone just before this rank first waits to receive, or at {@link #finish} when the
+ * collective sends nothing; so a call costs the peer's reader one wake-up less, and ranks that all
+ * wait to receive first (different calls) still see each other's headers and fail at once.
  */
 public final class SocketPrimitives implements Primitives {
     static {
@@ -34,6 +40,9 @@ public final class SocketPrimitives implements Primitives {
     private int nranks = 1;
     /** Runs before this collective's first receive (see {@link #beforeFirstReceive}); null once it ran. */
     private Runnable beforeFirstReceive;
+    /** This collective's header while it waits to go out with the first step ({@link #sendHeader}); 0 bytes once sent. */
+    private long header;
+    private int headerBytes;
 
     SocketPrimitives(SocketRing ring, WaitLoop wait, int slotBytes) {
         this.ring = ring;
@@ -58,9 +67,36 @@ public final class SocketPrimitives implements Primitives {
         this.beforeFirstReceive = check;
     }
 
-    /** Ends a collective: runs a check still pending from {@link #beforeFirstReceive}. */
+    /**
+     * Sends this collective's header, {@code bytes} at {@code src}, with its first step (see the class
+     * comment); {@code src} must stay unchanged until the collective's {@link #finish}.
+     */
+    void sendHeader(long src, int bytes) {
+        this.header = src;
+        this.headerBytes = bytes;
+    }
+
+    /** Receives the predecessor's header of this collective (see {@link #sendHeader}) into {@code dst}. */
+    void recvHeader(long dst, int bytes) {
+        sendPendingHeader();
+        RecvLink link = ring.in[(int) (recvStep % links)];
+        BulkCopy.copy(link.acquire(wait, recvStep, bytes), dst, bytes);
+        link.release();
+    }
+
+    /** Ends a collective: sends the header if nothing took it along, and runs a check still pending from {@link #beforeFirstReceive}. */
     void finish() {
+        sendPendingHeader();
         runPendingCheck();
+    }
+
+    /** Sends the header alone, if it is still waiting for a step to go out with. */
+    private void sendPendingHeader() {
+        if (headerBytes > 0) {
+            int n = headerBytes;
+            headerBytes = 0;
+            ring.out[(int) (sendStep % links)].send(wait, sendStep, header, n);
+        }
     }
 
     private void runPendingCheck() {
@@ -150,11 +186,14 @@ public final class SocketPrimitives implements Primitives {
 
     /** Sends {@code n} bytes at {@code src} as the next step (see {@link SendLink#send}: no copy when the link is idle). */
     private void sendFrom(long src, int n) {
-        ring.out[(int) (sendStep % links)].send(wait, sendStep, src, n);
+        int withHeader = headerBytes;
+        headerBytes = 0;
+        ring.out[(int) (sendStep % links)].send(wait, sendStep, header, withHeader, src, n);
         sendStep++;
     }
 
     private long acquireSend() {
+        sendPendingHeader();
         return ring.out[(int) (sendStep % links)].acquire(wait, sendStep);
     }
 
@@ -164,6 +203,7 @@ public final class SocketPrimitives implements Primitives {
     }
 
     private long acquireRecv(int expectedBytes) {
+        sendPendingHeader();
         runPendingCheck();
         return ring.in[(int) (recvStep % links)].acquire(wait, recvStep, expectedBytes);
     }

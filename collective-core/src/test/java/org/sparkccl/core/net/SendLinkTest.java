@@ -68,6 +68,62 @@ class SendLinkTest {
         }
     }
 
+    @Test
+    void aHeaderSentWithAStepGoesOutFirstInOneWriteOrIsKeptWithIt() throws IOException {
+        int header = 64;
+        try (ServerSocketChannel server = ServerSocketChannel.open();
+             HostStagingBuffer src = new HostStagingBuffer(FRAME);
+             HostStagingBuffer head = new HostStagingBuffer(header);
+             HostStagingBuffer expected = new HostStagingBuffer(2L * FRAME + 2L * header)) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            SocketChannel sending = SocketChannel.open(server.getLocalAddress());
+            SocketChannel receiving = server.accept();
+            WaitLoop wait = new WaitLoop(0, 100, 30_000, (peer, step, what) -> { }, () -> false);
+            Random random = new Random(17);
+            // Step 0: a header and a small frame on an idle socket: both go out at once, nothing kept.
+            // Step 1: a frame the socket takes only in part. Step 2: a header and a frame behind it:
+            // both kept in slots, in order, while the caller reuses its buffers.
+            int[] sizes = {4096, FRAME, FRAME / 3};
+            boolean[] withHeader = {true, false, true};
+            int[] keptAfter = {0, 1, 3};
+            try (SendLink out = new SendLink(0, 1, sending, 3, FRAME)) {
+                long offset = 0;
+                for (int step = 0; step < sizes.length; step++) {
+                    if (withHeader[step]) {
+                        fill(head.address(), header, random);
+                        UnsafeApi.copyMemory(head.address(), expected.address() + offset, header);
+                        offset += header;
+                    }
+                    fill(src.address(), sizes[step], random);
+                    UnsafeApi.copyMemory(src.address(), expected.address() + offset, sizes[step]);
+                    out.send(wait, step, head.address(), withHeader[step] ? header : 0, src.address(), sizes[step]);
+                    assertEquals(keptAfter[step], out.tail.get() - out.head.get(), "frames left to the writer thread after step " + step);
+                    fill(src.address(), sizes[step], random);
+                    fill(head.address(), header, random);
+                    offset += sizes[step];
+                }
+                try (RecvLink in = new RecvLink(1, 0, receiving, 3, FRAME)) {
+                    offset = 0;
+                    int frame = 0;
+                    for (int step = 0; step < sizes.length; step++) {
+                        if (withHeader[step]) {
+                            long got = in.acquire(wait, frame++, header);
+                            assertEquals(-1, firstDifference(got, expected.address() + offset, header),
+                                    "header of step " + step + ": first byte offset that differs from what was sent");
+                            in.release();
+                            offset += header;
+                        }
+                        long got = in.acquire(wait, frame++, sizes[step]);
+                        assertEquals(-1, firstDifference(got, expected.address() + offset, sizes[step]),
+                                "step " + step + ": first byte offset that differs from what was sent");
+                        in.release();
+                        offset += sizes[step];
+                    }
+                }
+            }
+        }
+    }
+
     private static long firstDifference(long a, long b, int bytes) {
         for (int i = 0; i < bytes; i += 8) {
             if (UnsafeApi.getLong(a + i) != UnsafeApi.getLong(b + i)) {
