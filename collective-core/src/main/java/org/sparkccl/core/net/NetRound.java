@@ -12,6 +12,7 @@ import org.sparkccl.core.transport.RankInfo;
 public final class NetRound {
     static final String ENTRY_ADDRESS = "net.address";
     static final String ENTRY_SECRET_SHARE = "net.share";
+    static final String ENTRY_CORES = "net.cores";
 
     private NetRound() {
     }
@@ -21,7 +22,29 @@ public final class NetRound {
         InetSocketAddress a = listener.address();
         return info.withEntry(ENTRY_ADDRESS, (a.getAddress().getHostAddress() + " " + a.getPort())
                         .getBytes(StandardCharsets.UTF_8))
-                .withEntry(ENTRY_SECRET_SHARE, SocketListener.newSecretShare());
+                .withEntry(ENTRY_SECRET_SHARE, SocketListener.newSecretShare())
+                .withEntry(ENTRY_CORES, Integer.toString(Runtime.getRuntime().availableProcessors())
+                        .getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Whether every host of {@code all} has a core for each of its ranks and each of their {@code
+     * connections} writer threads, so that a step's pieces on several links can be written in
+     * parallel. Every rank computes the same answer from the same round (the pieces' sizes depend
+     * on it); a rank of an older build, which sends no core count, makes it false.
+     */
+    static boolean coresForParallelLinks(RankInfo[] all, int connections) {
+        for (RankInfo info : all) {
+            byte[] cores = info.entry(ENTRY_CORES);
+            if (cores == null) {
+                return false;
+            }
+            long ranksOnHost = java.util.Arrays.stream(all).filter(other -> other.sameHost(info)).count();
+            if (Integer.parseInt(new String(cores, StandardCharsets.UTF_8)) < ranksOnHost * (1 + connections)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Every rank's secret share, in rank order, for {@link SocketListener#start}. */

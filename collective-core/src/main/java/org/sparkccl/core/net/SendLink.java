@@ -36,12 +36,17 @@ final class SendLink extends SocketLink {
     private final ByteBuffer[] frameBodies;
     /** Per slot: views of the caller's memory for bodies that {@link #send} hands over where they lie. */
     private final MemoryView[] views;
+    /** Where each view points, for {@link #settleIfOverlaps}. */
+    private final long[] viewAddresses;
+    private final int[] viewLengths;
     /** The buffers of the frames one write gathers; under {@link #writing}. */
     private final ByteBuffer[] gather;
     /** Held by whichever thread writes to the channel: the rank's or the writer. */
     private final AtomicBoolean writing = new AtomicBoolean();
     private final Selector selector;
     private final String waitingForRoom;
+    /** Frames whose bodies lie in the caller's memory were handed to the writer thread since the last {@link #settle}; the rank's thread only. */
+    private boolean viewsHandedOff;
     private volatile byte[] abortMessage;
     private volatile int abortOrigin;
 
@@ -51,6 +56,8 @@ final class SendLink extends SocketLink {
         this.frameHeaders = new ByteBuffer[steps];
         this.frameBodies = new ByteBuffer[steps];
         this.views = new MemoryView[steps];
+        this.viewAddresses = new long[steps];
+        this.viewLengths = new int[steps];
         this.gather = new ByteBuffer[2 * steps];
         for (int s = 0; s < steps; s++) {
             frameHeaders[s] = ByteBuffer.allocateDirect(4);
@@ -98,22 +105,36 @@ final class SendLink extends SocketLink {
         }
     }
 
-    /** As {@link #send(WaitLoop, long, long, int, long, int)} with no frame before it. */
+    /** As {@link #send(WaitLoop, long, long, int, long, int, boolean)}: no frame before it, written by the rank's thread. */
     void send(WaitLoop wait, long step, long src, int bytes) {
-        send(wait, step, 0, 0, src, bytes);
+        send(wait, step, 0, 0, src, bytes, false);
     }
 
     /**
      * Sends {@code bytes} (at most a slot) at {@code src} as one frame, after a frame of {@code
      * firstBytes} at {@code first} where {@code firstBytes > 0} (a collective's header: both then
-     * go out in one write, and the peer's reader takes both in one wake-up). When the rank's thread
-     * has the channel, it writes them straight from where they lie together with anything published
-     * before them, and copies into slots only what the socket did not take, for the writer thread;
-     * else it copies them into slots and publishes them. Either way the memory may change once this
-     * returns.
+     * go out in one write, and the peer's reader takes both in one wake-up).
+     *
+     * <p>With {@code handOff} the writer thread sends them from where they lie, while the rank's
+     * thread goes on (to write another link's part of the same step: two connections then fill in
+     * parallel); the memory must stay unchanged until {@link #settle}. Without it, when the rank's
+     * thread has the channel it writes them straight from where they lie together with anything
+     * published before them, and copies into slots only what the socket did not take, for the
+     * writer thread; else it copies them into slots and publishes them; either way the memory may
+     * change once this returns.
      */
-    void send(WaitLoop wait, long step, long first, int firstBytes, long src, int bytes) {
+    void send(WaitLoop wait, long step, long first, int firstBytes, long src, int bytes, boolean handOff) {
         awaitFreeSlots(wait, step, firstBytes > 0 ? 2 : 1);
+        if (handOff) {
+            // Slots at the tail are the rank's until it publishes them: no lock needed to fill them in.
+            if (firstBytes > 0) {
+                publishView(first, firstBytes);
+            }
+            publishView(src, bytes);
+            viewsHandedOff = true;
+            wakeIoThread();
+            return;
+        }
         if (writing.compareAndSet(false, true)) {
             long t = tail.get();
             try {
@@ -135,19 +156,22 @@ final class SendLink extends SocketLink {
         }
         if (firstBytes > 0) {
             BulkCopy.copy(first, slotAddress(tail.get()), firstBytes);
-            publish(firstBytes);
+            publish(firstBytes, false);
         }
         BulkCopy.copy(src, slotAddress(tail.get()), bytes);
-        publish(bytes);
+        publish(bytes, false);
     }
 
-    /** Publishes the acquired slot, holding {@code bytes}: writes it now if the socket takes it, else leaves it to the writer. */
-    void publish(int bytes) {
+    /**
+     * Publishes the acquired slot, holding {@code bytes}. With {@code handOff} the writer thread sends
+     * it; without, the rank's thread writes it now if the socket takes it, else leaves it to the writer.
+     */
+    void publish(int bytes, boolean handOff) {
         long t = tail.get();
         int s = (int) (t % steps);
         frameBodies[s] = slots[s].clear().limit(bytes);
         publishFrame(t, bytes);
-        if (writing.compareAndSet(false, true)) {
+        if (!handOff && writing.compareAndSet(false, true)) {
             try {
                 if (writePublished()) {
                     return;
@@ -161,10 +185,49 @@ final class SendLink extends SocketLink {
         wakeIoThread();
     }
 
-    /** Publishes a frame whose body is the caller's memory; only with {@link #writing} held, undone by {@link #keepUnsentInSlots}. */
+    /**
+     * Makes the caller's memory free again after {@link #send} handed frames off: what the writer
+     * thread has not sent of them yet is copied into their slots (it goes on from there). Waits at
+     * most for one non-blocking write of the writer thread's to return.
+     */
+    void settle() {
+        if (!viewsHandedOff) {
+            return;
+        }
+        while (!writing.compareAndSet(false, true)) {
+            Thread.onSpinWait();
+        }
+        try {
+            keepUnsentInSlots(head.get());
+        } finally {
+            writing.set(false);
+        }
+        viewsHandedOff = false;
+    }
+
+    /**
+     * {@link #settle}s if a frame handed off and not sent yet lies in {@code [address, address + bytes)}:
+     * the rank's thread calls it before it writes there.
+     */
+    void settleIfOverlaps(long address, long bytes) {
+        if (!viewsHandedOff) {
+            return;
+        }
+        for (long i = head.get(); i < tail.get(); i++) {
+            int s = (int) (i % steps);
+            if (frameBodies[s] != slots[s] && viewAddresses[s] < address + bytes && address < viewAddresses[s] + viewLengths[s]) {
+                settle();
+                return;
+            }
+        }
+    }
+
+    /** Publishes a frame whose body is the caller's memory, until {@link #keepUnsentInSlots} copies what is left of it into its slot. */
     private void publishView(long src, int bytes) {
         long t = tail.get();
         int s = (int) (t % steps);
+        viewAddresses[s] = src;
+        viewLengths[s] = bytes;
         frameBodies[s] = views[s].at(src, bytes);
         publishFrame(t, bytes);
     }

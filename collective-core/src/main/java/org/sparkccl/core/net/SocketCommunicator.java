@@ -107,15 +107,19 @@ public final class SocketCommunicator implements Communicator {
         // threads need the cores too.
         int ranksOnHost = (int) java.util.Arrays.stream(all).filter(info -> info.sameHost(all[me])).count();
         wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, ranksOnHost), timeoutMs, ring, cancelled);
-        primitives = new SocketPrimitives(ring, wait, slotBytes);
+        int split = params.get(Params.SOCKET_SPLIT);
+        boolean splitSteps = split < 0 ? NetRound.coresForParallelLinks(all, connections) : split > 0;
+        primitives = new SocketPrimitives(ring, wait, slotBytes, splitSteps);
         StringBuilder text = new StringBuilder();
         for (int i = 0; i <= size; i++) {
             text.append(i == 0 ? "" : " -> ").append(group[i % size]);
         }
         log.info(Subsys.GRAPH, "Ring %02d : %s over TCP", tag, text);
         log.info(Subsys.NET, "Channel %02d : %d[%d] -> %d[%d] via NET/Socket (%d connection(s) to %s, %d x %d B slots"
-                        + " each)", tag, me, all[me].pid(), next, all[next].pid(), connections,
-                NetRound.address(all[next]), STEPS, slotBytes);
+                        + " each; steps of %d KB and more %s)", tag, me, all[me].pid(), next, all[next].pid(), connections,
+                NetRound.address(all[next]), STEPS, slotBytes, SocketPrimitives.SPLIT_MIN_BYTES >> 10,
+                splitSteps ? "split across the connections, sent in parallel"
+                        : split == 0 ? "not split (SPARKCCL_SOCKET_SPLIT=0)" : "not split (too few cores per rank)");
     }
 
     private static int indexOf(int[] group, int rank) {
@@ -229,6 +233,7 @@ public final class SocketCommunicator implements Communicator {
             work.run(primitives, chunkBytes / type.size());
             primitives.finish();
         } catch (RuntimeException e) {
+            primitives.settle(); // the caller's memory is its own again before the error reaches it
             abort(e);
             throw e;
         }

@@ -55,6 +55,10 @@ public final class Params {
     public static final Param<Integer> SOCKET_CONNECTIONS = define("SOCKET_CONNECTIONS", 2,
             "TCP connections per ring neighbour for the socket transport; steps go round them, so several fill a"
                     + " link that one connection (one core's copies) cannot", Params::parsePositive);
+    public static final Param<Integer> SOCKET_SPLIT = define("SOCKET_SPLIT", -1,
+            "1 splits every socket-transport step of 128 KB and more into one piece per connection, sent by the"
+                    + " connections' threads in parallel; 0 never does; -1 (default) does where every host has a core for"
+                    + " each of its ranks and each of their connections. Must be the same on every rank", Integer::parseInt);
     public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
             "address this rank listens on and tells its peers for the socket transport; empty: in a Spark task the"
                     + " executor's host as Spark advertises it, elsewhere the first address of an interface that is up"

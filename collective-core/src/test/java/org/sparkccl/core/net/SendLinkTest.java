@@ -96,7 +96,7 @@ class SendLinkTest {
                     }
                     fill(src.address(), sizes[step], random);
                     UnsafeApi.copyMemory(src.address(), expected.address() + offset, sizes[step]);
-                    out.send(wait, step, head.address(), withHeader[step] ? header : 0, src.address(), sizes[step]);
+                    out.send(wait, step, head.address(), withHeader[step] ? header : 0, src.address(), sizes[step], false);
                     assertEquals(keptAfter[step], out.tail.get() - out.head.get(), "frames left to the writer thread after step " + step);
                     fill(src.address(), sizes[step], random);
                     fill(head.address(), header, random);
@@ -119,6 +119,44 @@ class SendLinkTest {
                         in.release();
                         offset += sizes[step];
                     }
+                }
+            }
+        }
+    }
+
+    @Test
+    void framesHandedToTheWriterArriveIntactWhenTheCallerReusesItsMemoryAfterSettling() throws IOException {
+        try (ServerSocketChannel server = ServerSocketChannel.open();
+             HostStagingBuffer first = new HostStagingBuffer(FRAME);
+             HostStagingBuffer second = new HostStagingBuffer(FRAME);
+             HostStagingBuffer expected = new HostStagingBuffer(2L * FRAME)) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            SocketChannel sending = SocketChannel.open(server.getLocalAddress());
+            SocketChannel receiving = server.accept();
+            WaitLoop wait = new WaitLoop(0, 100, 30_000, (peer, step, what) -> { }, () -> false);
+            Random random = new Random(18);
+            int small = FRAME / 3;
+            try (SendLink out = new SendLink(0, 1, sending, 2, FRAME)) {
+                // Nobody reads yet: the writer thread sends only part of each before the socket is full.
+                fill(first.address(), FRAME, random);
+                UnsafeApi.copyMemory(first.address(), expected.address(), FRAME);
+                out.send(wait, 0, 0, 0, first.address(), FRAME, true);
+                fill(second.address(), small, random);
+                UnsafeApi.copyMemory(second.address(), expected.address() + FRAME, small);
+                out.send(wait, 1, 0, 0, second.address(), small, true);
+                // A write elsewhere keeps nothing; one into the first frame's memory keeps what is left of it.
+                out.settleIfOverlaps(expected.address(), FRAME);
+                out.settleIfOverlaps(first.address() + FRAME - 8, 8);
+                fill(first.address(), FRAME, random);
+                out.settle();
+                fill(second.address(), small, random);
+                try (RecvLink in = new RecvLink(1, 0, receiving, 2, FRAME)) {
+                    long got = in.acquire(wait, 0, FRAME);
+                    assertEquals(-1, firstDifference(got, expected.address(), FRAME), "first frame: first byte offset that differs");
+                    in.release();
+                    got = in.acquire(wait, 1, small);
+                    assertEquals(-1, firstDifference(got, expected.address() + FRAME, small), "second frame: first byte offset that differs");
+                    in.release();
                 }
             }
         }

@@ -24,11 +24,13 @@ class SocketCollectivesTest {
         SocketRanks.assertNothingLeaked();
     }
 
-    @ParameterizedTest(name = "{0} ranks, {1} per host, {2} connection(s)")
-    @CsvSource({"3, 1, 2", "4, 2, 3", "2, 1, 1"})
-    void everyTypeAndOpMatchesTheReference(int n, int perHost, int connections) throws Exception {
+    @ParameterizedTest(name = "{0} ranks, {1} per host, {2} connection(s), split {3}")
+    @CsvSource({"3, 1, 2, -1", "4, 2, 3, -1", "2, 1, 1, -1", "3, 1, 2, 1", "4, 2, 3, 1", "2, 1, 2, 0"})
+    void everyTypeAndOpMatchesTheReference(int n, int perHost, int connections, int split) throws Exception {
         IntFunction<String> hostOf = r -> "host" + (r / perHost);
-        SocketRanks.run(n, hostOf, Map.of("SPARKCCL_SOCKET_CONNECTIONS", String.valueOf(connections)), comm -> {
+        Map<String, String> settings = Map.of("SPARKCCL_SOCKET_CONNECTIONS", String.valueOf(connections),
+                "SPARKCCL_SOCKET_SPLIT", String.valueOf(split));
+        SocketRanks.run(n, hostOf, settings, comm -> {
             Class<?> engine = perHost > 1 ? TwoLevelCommunicator.class : SocketCommunicator.class;
             assertEquals(engine, comm.getClass());
             CollectiveCheck check = new CollectiveCheck(SEED, System.err).runAll(comm, new long[] {1, 7, 1001}, 1001);
