@@ -26,27 +26,30 @@ class SocketFailureTest {
         SocketRanks.assertNothingLeaked();
     }
 
-    @ParameterizedTest(name = "{0} ranks, {1} per host")
-    @CsvSource({"3, 1", "4, 2"})
-    void aMismatchFailsOnEveryRank(int n, int perHost) throws Exception {
+    /** Split: the steps of the larger calls go out in one piece per connection, sent in parallel. */
+    @ParameterizedTest(name = "{0} ranks, {1} per host, {2} floats, split {3}")
+    @CsvSource({"3, 1, 1000, -1", "4, 2, 1000, -1", "3, 1, 100000, 1"})
+    void aMismatchFailsOnEveryRank(int n, int perHost, int count, int split) throws Exception {
         Map<Integer, String> errors = new ConcurrentHashMap<>();
         long start = System.nanoTime();
-        SocketRanks.run(n, r -> "host" + (r / perHost), Map.of(), comm -> {
-            comm.allReduce(new float[1000], ReduceOp.SUM); // a good call first
-            float[] data = new float[comm.rank() == 1 ? 1001 : 1000];
+        SocketRanks.run(n, r -> "host" + (r / perHost), Map.of("SPARKCCL_SOCKET_SPLIT", String.valueOf(split)), comm -> {
+            comm.allReduce(new float[count], ReduceOp.SUM); // a good call first
+            float[] data = new float[comm.rank() == 1 ? count + 1 : count];
             CclException e = assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM));
             errors.put(comm.rank(), e.getMessage());
         });
         assertEquals(n, errors.size(), "every rank fails: " + errors);
-        assertTrue(errors.values().stream().anyMatch(m -> m.contains("mismatch") && m.contains("1001")), errors.toString());
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("mismatch") && m.contains(String.valueOf(count + 1))),
+                errors.toString());
         assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
     }
 
-    @Test
-    void aRankThatLeavesIsNamedAtOnce() throws Exception {
+    @ParameterizedTest(name = "split {0}")
+    @CsvSource({"-1", "1"})
+    void aRankThatLeavesIsNamedAtOnce(int split) throws Exception {
         Map<Integer, String> errors = new ConcurrentHashMap<>();
         long start = System.nanoTime();
-        SocketRanks.run(3, r -> "host" + r, Map.of(), comm -> {
+        SocketRanks.run(3, r -> "host" + r, Map.of("SPARKCCL_SOCKET_SPLIT", String.valueOf(split)), comm -> {
             float[] data = new float[100_000];
             comm.allReduce(data, ReduceOp.SUM);
             if (comm.rank() != 2) {
