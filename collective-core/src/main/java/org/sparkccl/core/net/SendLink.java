@@ -8,7 +8,6 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.agrona.BufferUtil;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.wait.WaitLoop;
@@ -249,7 +248,7 @@ final class SendLink extends SocketLink {
             ByteBuffer body = frameBodies[s];
             if (body != slots[s]) {
                 int left = body.remaining();
-                BulkCopy.copy(BufferUtil.address(body) + body.position(), slotAddress(i), left);
+                BulkCopy.copy(viewAddresses[s] + body.position(), slotAddress(i), left);
                 frameBodies[s] = slots[s].clear().limit(left);
             }
         }
