@@ -57,10 +57,7 @@ class SendLinkTest {
                 try (RecvLink in = new RecvLink(1, 0, receiving, 2, FRAME)) {
                     offset = 0;
                     for (int step = 0; step < sizes.length; step++) {
-                        long got = in.acquire(wait, step, sizes[step]);
-                        assertEquals(-1, firstDifference(got, expected.address() + offset, sizes[step]),
-                                "frame " + step + ": first byte offset that differs from what was sent");
-                        in.release();
+                        assertArrives(in, wait, step, expected.address() + offset, sizes[step], "frame " + step);
                         offset += sizes[step];
                     }
                 }
@@ -107,16 +104,10 @@ class SendLinkTest {
                     int frame = 0;
                     for (int step = 0; step < sizes.length; step++) {
                         if (withHeader[step]) {
-                            long got = in.acquire(wait, frame++, header);
-                            assertEquals(-1, firstDifference(got, expected.address() + offset, header),
-                                    "header of step " + step + ": first byte offset that differs from what was sent");
-                            in.release();
+                            assertArrives(in, wait, frame++, expected.address() + offset, header, "header of step " + step);
                             offset += header;
                         }
-                        long got = in.acquire(wait, frame++, sizes[step]);
-                        assertEquals(-1, firstDifference(got, expected.address() + offset, sizes[step]),
-                                "step " + step + ": first byte offset that differs from what was sent");
-                        in.release();
+                        assertArrives(in, wait, frame++, expected.address() + offset, sizes[step], "step " + step);
                         offset += sizes[step];
                     }
                 }
@@ -151,15 +142,18 @@ class SendLinkTest {
                 out.settle();
                 fill(second.address(), small, random);
                 try (RecvLink in = new RecvLink(1, 0, receiving, 2, FRAME)) {
-                    long got = in.acquire(wait, 0, FRAME);
-                    assertEquals(-1, firstDifference(got, expected.address(), FRAME), "first frame: first byte offset that differs");
-                    in.release();
-                    got = in.acquire(wait, 1, small);
-                    assertEquals(-1, firstDifference(got, expected.address() + FRAME, small), "second frame: first byte offset that differs");
-                    in.release();
+                    assertArrives(in, wait, 0, expected.address(), FRAME, "first frame");
+                    assertArrives(in, wait, 1, expected.address() + FRAME, small, "second frame");
                 }
             }
         }
+    }
+
+    /** The next frame on {@code in} holds the {@code bytes} at {@code expected}. */
+    private static void assertArrives(RecvLink in, WaitLoop wait, long step, long expected, int bytes, String what) {
+        long got = in.acquire(wait, step, bytes);
+        assertEquals(-1, firstDifference(got, expected, bytes), what + ": first byte offset that differs from what was sent");
+        in.release();
     }
 
     private static long firstDifference(long a, long b, int bytes) {
