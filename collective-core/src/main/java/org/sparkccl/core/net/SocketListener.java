@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.CclTimeoutException;
@@ -37,6 +38,8 @@ import org.sparkccl.core.param.Params;
  * with the reason and listed in {@link #refusals()}.
  */
 public final class SocketListener implements AutoCloseable {
+    /** The missing jdk.net is said once per JVM, not once per communicator (a Spark job builds many). */
+    private static final AtomicBoolean WARNED_NO_JDK_NET = new AtomicBoolean();
     private static final int HELLO_TIMEOUT_MS = 5_000;
     private static final SecureRandom RANDOM = new SecureRandom();
     private final int rank;
@@ -60,7 +63,7 @@ public final class SocketListener implements AutoCloseable {
     /** Binds a free port on {@link Params#SOCKET_ADDRESS} (or this host's first non-loopback address). */
     public static SocketListener open(int rank, Params params, CclLog log) {
         InetAddress host = listenAddress(params.get(Params.SOCKET_ADDRESS));
-        if (!LinkKeepalive.TIMINGS_AVAILABLE) {
+        if (!LinkKeepalive.TIMINGS_AVAILABLE && !WARNED_NO_JDK_NET.getAndSet(true)) {
             log.warn(Subsys.NET, "this Java runtime has no jdk.net module: TCP keepalive runs with the system's timings"
                     + " (net.ipv4.tcp_keepalive_time), so a peer host that vanishes is found by the collective's timeout"
                     + " (SPARKCCL_TIMEOUT_MS) instead of in %d s; run on a Java runtime with jdk.net", LinkKeepalive.DETECTION_S);

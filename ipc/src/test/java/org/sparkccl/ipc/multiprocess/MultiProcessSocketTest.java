@@ -59,7 +59,7 @@ class MultiProcessSocketTest {
 
     /**
      * A Java runtime trimmed without the jdk.net module (jlink; simulated with --limit-modules) has no
-     * keepalive timings: links still connect, with the system's timings, and each rank warns once.
+     * keepalive timings: links still connect, with the system's timings, and each rank (JVM) warns once.
      * The GPU machine's jlinked runtime failed every cross-host link before (ClassNotFoundException).
      */
     @Test
