@@ -23,10 +23,11 @@ import org.sparkccl.core.wait.WaitLoop;
  * abort frame once every slot before it went out; on close, the close frame.
  *
  * <p>Each published step's frame is two buffers, set up when it is published: its length header
- * and its body (the slot, or for the rank's own write the caller's memory). A frame the socket took
- * only in part keeps its progress in their positions; a body in the caller's memory that did not go
- * out is copied into its slot before the rank's thread lets go of the channel, so the writer thread
- * only ever sends from slots.
+ * and its body (the slot, or the caller's memory). A frame the socket took only in part keeps its
+ * progress in their positions. A body in the caller's memory that did not go out is copied into its
+ * slot before the rank's thread lets go of the channel, or, for a frame handed to the writer thread
+ * ({@code handOff}), when the rank settles ({@link #settle}, {@link #settleIfOverlaps}); from then on
+ * the writer sends it from the slot.
  */
 final class SendLink extends SocketLink {
     private static final long SELECT_MS = 100;
