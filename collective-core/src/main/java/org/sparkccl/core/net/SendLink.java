@@ -136,17 +136,23 @@ final class SendLink extends SocketLink {
             return;
         }
         if (writing.compareAndSet(false, true)) {
+            // The frames are set up in the free slots at the tail but published only if the socket does
+            // not take them: a writer thread that saw them published would spin on the channel while
+            // this thread writes (on a host short of cores, that costs the write its core).
             long t = tail.get();
+            long end = t;
             try {
                 if (firstBytes > 0) {
-                    publishView(first, firstBytes);
+                    setUpView(end++, first, firstBytes);
                 }
-                publishView(src, bytes);
-                writePublished();
+                setUpView(end++, src, bytes);
+                if (writeFrames(end) < end) {
+                    keepUnsentInSlots(t, end);
+                    tail.set(end);
+                }
             } catch (IOException | RuntimeException e) {
                 fail(e);
             } finally {
-                keepUnsentInSlots(t);
                 writing.set(false);
             }
             if (tail.get() != head.get()) {
@@ -169,8 +175,9 @@ final class SendLink extends SocketLink {
     void publish(int bytes, boolean handOff) {
         long t = tail.get();
         int s = (int) (t % steps);
+        frameHeaders[s].clear().putInt(bytes).flip();
         frameBodies[s] = slots[s].clear().limit(bytes);
-        publishFrame(t, bytes);
+        tail.set(t + 1);
         if (!handOff && writing.compareAndSet(false, true)) {
             try {
                 if (writePublished()) {
@@ -198,7 +205,7 @@ final class SendLink extends SocketLink {
             Thread.onSpinWait();
         }
         try {
-            keepUnsentInSlots(head.get());
+            keepUnsentInSlots(head.get(), tail.get());
         } finally {
             writing.set(false);
         }
@@ -225,26 +232,26 @@ final class SendLink extends SocketLink {
     /** Publishes a frame whose body is the caller's memory, until {@link #keepUnsentInSlots} copies what is left of it into its slot. */
     private void publishView(long src, int bytes) {
         long t = tail.get();
-        int s = (int) (t % steps);
-        viewAddresses[s] = src;
-        viewLengths[s] = bytes;
-        frameBodies[s] = views[s].at(src, bytes);
-        publishFrame(t, bytes);
-    }
-
-    private void publishFrame(long t, int bytes) {
-        int s = (int) (t % steps);
-        frameHeaders[s].clear().putInt(bytes).flip();
+        setUpView(t, src, bytes);
         tail.set(t + 1);
     }
 
+    /** Sets up frame {@code i} (a free slot's) to send {@code bytes} at {@code src}, without publishing it. */
+    private void setUpView(long i, long src, int bytes) {
+        int s = (int) (i % steps);
+        viewAddresses[s] = src;
+        viewLengths[s] = bytes;
+        frameHeaders[s].clear().putInt(bytes).flip();
+        frameBodies[s] = views[s].at(src, bytes);
+    }
+
     /**
-     * Copies what the socket did not take of the bodies published from step {@code from} on that
-     * lie in the caller's memory into their slots, so that the caller may reuse its memory and the
-     * writer thread sends from the slots. Only with {@link #writing} held.
+     * Copies what the socket did not take of the bodies of frames {@code from} to {@code to} (not
+     * included) that lie in the caller's memory into their slots, so that the caller may reuse its
+     * memory and the writer thread sends from the slots. Only with {@link #writing} held.
      */
-    private void keepUnsentInSlots(long from) {
-        for (long i = Math.max(from, head.get()); i < tail.get(); i++) {
+    private void keepUnsentInSlots(long from, long to) {
+        for (long i = Math.max(from, head.get()); i < to; i++) {
             int s = (int) (i % steps);
             ByteBuffer body = frameBodies[s];
             if (body != slots[s]) {
@@ -270,26 +277,42 @@ final class SendLink extends SocketLink {
      */
     private boolean writePublished() throws IOException {
         while (true) {
-            long h = head.get();
-            long t = tail.get();
-            if (t == h) {
+            long end = tail.get();
+            if (writeFrames(end) < end) {
+                return false;
+            }
+            if (tail.get() == end) {
                 return true;
             }
+        }
+    }
+
+    /**
+     * Writes frames from the head up to {@code end} (not included; beyond the tail: the rank's own,
+     * set up but not published) in gathering writes while the socket takes them, and moves the head
+     * past the published ones that went out. Returns the first frame not completely written ({@code
+     * end} when all were). Only with {@link #writing} held.
+     */
+    private long writeFrames(long end) throws IOException {
+        long first = head.get();
+        while (first < end) {
             int n = 0;
-            for (long i = h; i < t; i++) {
+            for (long i = first; i < end; i++) {
                 int s = (int) (i % steps);
                 gather[n++] = frameHeaders[s];
                 gather[n++] = frameBodies[s];
             }
             long wrote = channel.write(gather, 0, n);
-            while (h < t && !frameHeaders[(int) (h % steps)].hasRemaining() && !frameBodies[(int) (h % steps)].hasRemaining()) {
-                h++;
+            while (first < end && !frameHeaders[(int) (first % steps)].hasRemaining()
+                    && !frameBodies[(int) (first % steps)].hasRemaining()) {
+                first++;
             }
-            head.set(h);
-            if (wrote == 0 && h < t) {
-                return false;
+            head.set(Math.min(first, tail.get()));
+            if (wrote == 0) {
+                break;
             }
         }
+        return first;
     }
 
     @Override
