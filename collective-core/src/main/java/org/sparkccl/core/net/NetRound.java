@@ -39,8 +39,7 @@ public final class NetRound {
             if (cores == null) {
                 return false;
             }
-            long ranksOnHost = java.util.Arrays.stream(all).filter(other -> other.sameHost(info)).count();
-            if (Integer.parseInt(new String(cores, StandardCharsets.UTF_8)) < ranksOnHost * (1 + connections)) {
+            if (Integer.parseInt(new String(cores, StandardCharsets.UTF_8)) < info.ranksOnHost(all) * (1 + connections)) {
                 return false;
             }
         }

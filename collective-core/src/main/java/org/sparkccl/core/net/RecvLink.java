@@ -20,10 +20,13 @@ final class RecvLink extends SocketLink {
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
     private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(8);
     private final String waitingForData;
+    /** Bytes of the frame in each slot. */
+    private final int[] lengths;
 
     RecvLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
         this.waitingForData = "data from " + peerName;
+        this.lengths = new int[steps];
         start("sparkccl-rank" + rank + "-recv-from-" + peer);
     }
 

@@ -36,9 +36,8 @@ final class SendLink extends SocketLink {
     private final ByteBuffer[] frameBodies;
     /** Per slot: views of the caller's memory for bodies that {@link #send} hands over where they lie. */
     private final MemoryView[] views;
-    /** Where each view points, for {@link #settleIfOverlaps}. */
+    /** Where each view points (its length is the body's limit): for {@link #settleIfOverlaps} and {@link #keepUnsentInSlots}. */
     private final long[] viewAddresses;
-    private final int[] viewLengths;
     /** The buffers of the frames one write gathers; under {@link #writing}. */
     private final ByteBuffer[] gather;
     /** Held by whichever thread writes to the channel: the rank's or the writer. */
@@ -57,7 +56,6 @@ final class SendLink extends SocketLink {
         this.frameBodies = new ByteBuffer[steps];
         this.views = new MemoryView[steps];
         this.viewAddresses = new long[steps];
-        this.viewLengths = new int[steps];
         this.gather = new ByteBuffer[2 * steps];
         for (int s = 0; s < steps; s++) {
             frameHeaders[s] = ByteBuffer.allocateDirect(4);
@@ -222,7 +220,8 @@ final class SendLink extends SocketLink {
         }
         for (long i = head.get(); i < tail.get(); i++) {
             int s = (int) (i % steps);
-            if (frameBodies[s] != slots[s] && viewAddresses[s] < address + bytes && address < viewAddresses[s] + viewLengths[s]) {
+            ByteBuffer body = frameBodies[s];
+            if (body != slots[s] && viewAddresses[s] < address + bytes && address < viewAddresses[s] + body.limit()) {
                 settle();
                 return;
             }
@@ -240,7 +239,6 @@ final class SendLink extends SocketLink {
     private void setUpView(long i, long src, int bytes) {
         int s = (int) (i % steps);
         viewAddresses[s] = src;
-        viewLengths[s] = bytes;
         frameHeaders[s].clear().putInt(bytes).flip();
         frameBodies[s] = views[s].at(src, bytes);
     }

@@ -105,8 +105,8 @@ public final class SocketCommunicator implements Communicator {
                 slotBytes, deadline, cancelled);
         // Ranks that outnumber the host's cores spin less, as on shared memory: here the links' I/O
         // threads need the cores too.
-        int ranksOnHost = (int) java.util.Arrays.stream(all).filter(info -> info.sameHost(all[me])).count();
-        wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, ranksOnHost), timeoutMs, ring, cancelled);
+        wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, all[me].ranksOnHost(all)), timeoutMs, ring,
+                cancelled);
         int split = params.get(Params.SOCKET_SPLIT);
         boolean splitSteps = split < 0 ? NetRound.coresForParallelLinks(all, connections) : split > 0;
         primitives = new SocketPrimitives(ring, wait, slotBytes, splitSteps);

@@ -41,7 +41,6 @@ abstract class SocketLink implements AutoCloseable {
     private final ByteBuffer fifo;
     final long fifoAddress;
     final ByteBuffer[] slots;
-    final int[] lengths;
     final AtomicLong tail = new AtomicLong();
     final AtomicLong head = new AtomicLong();
     volatile RuntimeException failure;
@@ -70,7 +69,6 @@ abstract class SocketLink implements AutoCloseable {
         for (int s = 0; s < steps; s++) {
             slots[s] = fifo.slice(s * slotBytes, slotBytes);
         }
-        this.lengths = new int[steps];
     }
 
     /** Off-heap bytes of every link in this JVM not closed yet: tests assert it returns to 0. */

@@ -86,9 +86,11 @@ public final class SocketPrimitives implements Primitives {
         this.headerBytes = bytes;
     }
 
-    /** Receives the predecessor's header of this collective (see {@link #sendHeader}) into {@code dst}. */
+    /**
+     * Receives the predecessor's header of this collective (see {@link #sendHeader}) into {@code dst}.
+     * Only from the check before the first receive, which runs once this rank's own header went out.
+     */
     void recvHeader(long dst, int bytes) {
-        sendPendingHeader();
         RecvLink link = ring.in[(int) (recvStep % links)];
         BulkCopy.copy(link.acquire(wait, recvStep, bytes), dst, bytes);
         link.release();

@@ -71,6 +71,17 @@ public final class RankInfo {
         return hostId.equals(other.hostId);
     }
 
+    /** How many of {@code all} are on this rank's host (this rank included, if it is in {@code all}). */
+    public int ranksOnHost(RankInfo[] all) {
+        int n = 0;
+        for (RankInfo other : all) {
+            if (sameHost(other)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     public boolean sameProcess(RankInfo other) {
         return sameHost(other) && pid == other.pid;
     }
