@@ -13,16 +13,23 @@ rm -rf "$dest/lib" "$dest/test-classes"
 mkdir -p "$dest/lib" "$dest/test-classes"
 # Package and copy in one reactor run: ipc's dependency on collective-core then resolves to this
 # build's, never to a stale copy in ~/.m2 (which once lacked a new dependency of collective-core).
-mvn -o -B -q package dependency:copy-dependencies -pl ipc -am -DskipTests -DincludeScope=runtime \
-    -DoutputDirectory="$dest/lib"
-cp ipc/target/ipc-*.jar collective-core/target/collective-core-*.jar "$dest/lib/"
+# The GPU engine's runtime jars (ipc's dependencies: no Spark, which would not fit one run), then
+# sparkccl's jars up to tools (allreduce-perf, the GPU benchmark, the GPU training kernels) and the
+# two libraries tools and train add that the GPU runs use (picocli, JFreeChart).
+mvn -o -B -q package -pl tools -am -DskipTests
+mvn -o -B -q dependency:copy-dependencies -pl ipc -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+cp collective-core/target/collective-core-*.jar ipc/target/ipc-*.jar train/target/train-*.jar \
+   tools/target/tools-*.jar "$dest/lib/"
+cp tools/target/lib/picocli-*.jar tools/target/lib/jfreechart-*.jar "$dest/lib/"
 rm -f "$dest"/lib/*-tests.jar "$dest"/lib/*-sources.jar
 # JCuda's natives jar carries 26 MB of libraries; the GPU code needs only the driver binding.
 natives=$(ls "$dest"/lib/jcuda-natives-*-linux-x86_64.jar)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && unzip -q "$natives" 'lib/libJCudaDriver-*' 'META-INF/*' && rm -f "$natives" && zip -q -r "$natives" .)
-cp -r ipc/target/test-classes/. "$dest/test-classes/"
+for m in collective-core ipc train tools; do cp -r $m/target/test-classes/. "$dest/test-classes/"; done
+# The Spark tests (train, tools) need Spark, which this package leaves out: spark-gpu-package.sh carries them.
+rm -rf "$dest/test-classes/org/sparkccl/spark"
 console="$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_console_version/junit-platform-console-standalone-$junit_console_version.jar"
 if [ ! -f "$console" ]; then
   mvn -B -q dependency:get -Dartifact="org.junit.platform:junit-platform-console-standalone:$junit_console_version"

@@ -15,7 +15,7 @@ cp="$(ls "$dev"/lib/*.jar | tr '\n' ':')"
 mapfile -t jvm < scripts/spark-jvm-options # what Spark gives executors, nothing more
 for tool in memcheck racecheck; do
   timeout "$limit" "$sanitizer" --tool "$tool" --print-limit 20 /tmp/jre/bin/java \
-    "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.gpu.GpuAllReduceBench \
+    "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuAllReduceBench \
     -b 8 -e 2M -f 512 -n 1 -w 0 --threads > "$out/sanitize-$tool.log" 2>&1
   echo "== $tool: exit $?"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race|wrong|float" "$out/sanitize-$tool.log" | head -12

@@ -42,7 +42,7 @@ fi
 
 if [ "$what" = select ]; then
   # Only the gpu-tagged tests named in $SELECT (classes, or Class#method), e.g.
-  # SELECT="org.sparkccl.ipc.reliability.GpuSoakTest org.sparkccl.ipc.multiprocess.GpuKillTrialsTest".
+  # SELECT="org.sparkccl.tools.reliability.GpuSoakTest org.sparkccl.tools.multiprocess.GpuKillTrialsTest".
   echo "== JUnit (selected: ${SELECT:-})"
   selectors=()
   for s in ${SELECT:-}; do
@@ -64,7 +64,7 @@ bench() { # label, env..., then args after --
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   echo "== sparkccl $label" >> "$out/bench.log"
-  env "${envs[@]}" timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.gpu.GpuAllReduceBench "$@" \
+  env "${envs[@]}" timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuAllReduceBench "$@" \
     > "$out/bench-$label.log" 2>&1
   echo "exit $?" >> "$out/bench-$label.log"
 }
@@ -77,14 +77,14 @@ if [ "$what" = stream ]; then
   start=$(date +%s)
   timeout "${JUNIT_TIMEOUT:-150}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
     --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.gpu.GpuStreamOrderedTest \
-    --select-class org.sparkccl.ipc.gpu.GpuCollectivesTest --select-class org.sparkccl.ipc.train.GpuModelTrainerTest \
+    --select-class org.sparkccl.ipc.gpu.GpuCollectivesTest --select-class org.sparkccl.train.gpu.GpuModelTrainerTest \
     --include-tag gpu --details=tree --disable-banner \
     --disable-ansi-colors --reports-dir "$out/junit" > "$out/junit.log" 2>&1
   echo "junit exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔" "$out/junit.log" | head -40
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
   bench modes -- -b 8 -e 128M -f 4 -n 50 -w 10 --threads --ranks-per-gpu 2
-  timeout 60 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
+  timeout 60 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
     -b 8 -e 8M -f 32 -n 20 -w 5 -c 1 -z 0 > "$out/allreduce-perf-z0.log" 2>&1; echo "exit $?" >> "$out/allreduce-perf-z0.log"
   cat "$out/allreduce-perf-z0.log"
   cat "$out/bench-modes.log"
@@ -98,14 +98,14 @@ if [ "$what" = twolevel ]; then
   start=$(date +%s)
   timeout "${JUNIT_TIMEOUT:-170}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
     --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.gpu.GpuTwoLevelTest \
-    --select-method org.sparkccl.ipc.multiprocess.GpuKillTrialsTest#aKilledGpuRankOnAnotherPretendHostIsNamed \
+    --select-method org.sparkccl.tools.multiprocess.GpuKillTrialsTest#aKilledGpuRankOnAnotherPretendHostIsNamed \
     --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
     --reports-dir "$out/junit" > "$out/junit.log" 2>&1
   echo "junit exit $? after $(( $(date +%s) - start )) s"
   grep -E "tests (successful|failed|aborted|skipped)|WRONG|✘|✔|ranks: host|failed as it should|trial [0-9]" "$out/junit.log" | cut -c1-400 | head -60
   grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
   for h in 2 0; do
-    SPARKCCL_DEBUG=INFO timeout 45 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 \
+    SPARKCCL_DEBUG=INFO timeout 45 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g 2 \
       --pretend-hosts $h -b 8 -e 64M -f 4 -n 10 -w 3 -c 1 > "$out/allreduce-perf-hosts$h.log" 2>&1
     echo "exit $?" >> "$out/allreduce-perf-hosts$h.log"
     echo "---- allreduce-perf --device gpu -g 2 --pretend-hosts $h"
@@ -122,15 +122,15 @@ if [ "$what" = vmm ]; then
   # each a JUnit run of its own, all within one deadline (VMM_SECONDS), so that one that runs long still
   # leaves the others' results.
   deadline=$(( $(date +%s) + ${VMM_SECONDS:-280} ))
-  for cls in multiprocess.GpuWindowOwnerDiesTest multiprocess.GpuKillTrialsTest gpu.GpuCrossProcessTest \
-      gpu.GpuCollectivesTest gpu.GpuForcedRingsTest gpu.GpuStreamOrderedTest gpu.GpuLl128Test \
-      train.GpuModelTrainerTest; do
+  for cls in tools.multiprocess.GpuWindowOwnerDiesTest tools.multiprocess.GpuKillTrialsTest ipc.gpu.GpuCrossProcessTest \
+      ipc.gpu.GpuCollectivesTest ipc.gpu.GpuForcedRingsTest ipc.gpu.GpuStreamOrderedTest ipc.gpu.GpuLl128Test \
+      train.gpu.GpuModelTrainerTest; do
     name=${cls##*.}
     left=$(( deadline - $(date +%s) ))
     if [ "$left" -le 10 ]; then echo "== $name: no time left"; continue; fi
     start=$(date +%s)
     timeout "$left" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
-      --class-path "$dev/test-classes" --select-class "org.sparkccl.ipc.$cls" --include-tag gpu --details=tree \
+      --class-path "$dev/test-classes" --select-class "org.sparkccl.$cls" --include-tag gpu --details=tree \
       --disable-banner --disable-ansi-colors --reports-dir "$out/junit-$name" > "$out/junit-$name.log" 2>&1
     echo "== $name: exit $? after $(( $(date +%s) - start )) s"
     grep -E "tests (successful|failed|aborted)|MEASURED|✘" "$out/junit-$name.log" | head -12
@@ -146,7 +146,7 @@ if [ "$what" = vmm-kill ]; then
     local start=$(date +%s)
     env "$@" timeout "${KILL_SECONDS:-80}" "$java" "${jvm[@]}" -Dsparkccl.killTrials="$trials" \
       -Dsparkccl.killCounts="$counts" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
-      --class-path "$dev/test-classes" --select-class org.sparkccl.ipc.multiprocess.GpuKillTrialsTest \
+      --class-path "$dev/test-classes" --select-class org.sparkccl.tools.multiprocess.GpuKillTrialsTest \
       --include-tag gpu --details=tree --disable-banner --disable-ansi-colors > "$out/kill-$label.log" 2>&1
     echo "== kill trials $label: exit $? after $(( $(date +%s) - start )) s"
     grep -E "^trial [0-9]+: SURVIVOR|MEASURED" "$out/kill-$label.log" | cut -c1-230
@@ -239,12 +239,12 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   bench mid-1shot SPARKCCL_ALGO=OneShot SPARKCCL_ONESHOT_THRESHOLD=8M -- -b 256K -e 8M -f 2 -n 50 -w 10
   bench mid-ring SPARKCCL_ALGO=Ring -- -b 256K -e 8M -f 2 -n 50 -w 10
   # The user's tool: nccl-tests' columns, one process per GPU, every size checked.
-  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g "$ngpu" \
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g "$ngpu" \
     -b 8 -e 64M -f 8 -n 20 -w 5 -c 1 > "$out/allreduce-perf-gpu.log" 2>&1
   echo "exit $?" >> "$out/allreduce-perf-gpu.log"
   # 4 ranks on the 2 GPUs: threads of one JVM (timed), and processes (time-sliced: correctness only).
   bench threads4 -- -b 8 -e 64M -f 8 -n 20 -w 5 --threads --ranks-per-gpu 2
-  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g "$ngpu" \
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g "$ngpu" \
     --ranks-per-gpu 2 -b 8 -e 4M -f 16 -n 5 -w 2 -c 1 -d all -o sum > "$out/allreduce-perf-gpu-4ranks.log" 2>&1
   echo "exit $?" >> "$out/allreduce-perf-gpu-4ranks.log"
   if [ "$what" = all ]; then

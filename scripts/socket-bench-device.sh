@@ -46,7 +46,7 @@ for round in $(seq 1 "$rounds"); do
             for v in $variants; do
                 envs=(SPARKCCL_BENCH_VARIANT="$v"); [ "$v" = default ] || envs+=(${v//,/ })
                 # shellcheck disable=SC2086
-                env "${envs[@]}" timeout 300 "$work/jre/bin/java" "${jvm[@]}" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf \
+                env "${envs[@]}" timeout 300 "$work/jre/bin/java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf \
                     -g $np "${args[@]}" --device cpu $sizes $iters -c 1 -d float -o sum > "$work/out.txt" 2>&1 \
                     || { echo "sparkccl $layout np$np $v failed" >&2; tail -5 "$work/out.txt" >&2; status=1; }
                 report "$round|np$np|sparkccl $layout $v" "$work/out.txt"

@@ -17,7 +17,7 @@ part_bytes=${PART_BYTES:-45000000}
 junit_console_version=1.14.4
 cd "$root"
 # One reactor run: sparkccl's modules resolve to this build's jars, never to stale copies in ~/.m2.
-mvn -o -B -q package dependency:build-classpath -pl spark-plugin -am -DskipTests \
+mvn -o -B -q package dependency:build-classpath -pl tools -am -DskipTests \
     -Dmdep.outputFile=target/runtime.classpath -Dmdep.includeScope=runtime
 console="$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_console_version/junit-platform-console-standalone-$junit_console_version.jar"
 [ -f "$console" ] || mvn -B -q dependency:get -Dartifact="org.junit.platform:junit-platform-console-standalone:$junit_console_version"
@@ -27,7 +27,7 @@ console="$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalo
 app=$out/app
 rm -rf "$app"; mkdir -p "$app"
 deps=()
-IFS=':' read -r -a entries <<< "$(cat spark-plugin/target/runtime.classpath)"
+IFS=':' read -r -a entries <<< "$(cat tools/target/runtime.classpath)"
 for e in "${entries[@]}" "$console"; do
   case "$e" in
     "$root"/*) cp -r "$e" "$app/" ;;                            # collective-core, ipc, arrow-bridge
@@ -35,12 +35,20 @@ for e in "${entries[@]}" "$console"; do
     *.jar) deps+=("$e") ;;
   esac
 done
-cp spark-plugin/target/spark-plugin-*[0-9T].jar "$app/"
-cp -r spark-plugin/target/test-classes "$app/spark-plugin-test-classes"
-cp -r ipc/target/test-classes "$app/ipc-test-classes"
+cp tools/target/tools-*[0-9T].jar "$app/"
+# The Spark tests (spark-plugin's, and train's and tools' in package org.sparkccl.spark) in one folder;
+# the tests that run without Spark (core, ipc, train, tools) in the other.
+mkdir -p "$app/spark-plugin-test-classes" "$app/ipc-test-classes"
+cp -r spark-plugin/target/test-classes/. "$app/spark-plugin-test-classes/"
+for m in train tools; do
+  [ -d $m/target/test-classes/org/sparkccl/spark ] && mkdir -p "$app/spark-plugin-test-classes/org/sparkccl/spark" \
+    && cp -r $m/target/test-classes/org/sparkccl/spark/. "$app/spark-plugin-test-classes/org/sparkccl/spark/"
+done
+for m in collective-core ipc train tools; do cp -r $m/target/test-classes/. "$app/ipc-test-classes/"; done
+rm -rf "$app/ipc-test-classes/org/sparkccl/spark"
 # The application jar users spark-submit (docs/spark.md), for the standalone-cluster run.
 rm -rf "$out/submit"; mkdir -p "$out/submit"
-cp spark-plugin/target/sparkccl-spark-app-*.jar "$out/submit/"
+cp train/target/sparkccl-spark-app-*.jar "$out/submit/"
 stamp=$( (printf '%s\n' "${deps[@]}"; cat "$0") | sha256sum | cut -c1-16)
 if [ -f "$out/parts.stamp" ] && [ "$(cat "$out/parts.stamp")" = "$stamp" ] && ls "$out"/part-* >/dev/null 2>&1; then
   echo "third-party parts unchanged ($stamp)"; du -sh "$app"; ls -la "$out"; exit 0

@@ -74,7 +74,7 @@ if [ "$what" = spark ] || [ "$what" = all ]; then
 
   echo "== allreduce-perf --device gpu -g 2 at 64 MB"
   if [ "$ngpu" -ge 2 ]; then
-    timeout 180 "$java" -cp "$cp" org.sparkccl.ipc.perf.AllReducePerf --device gpu -g 2 -b 64M -e 64M -n 20 -w 5 -c 1 \
+    timeout 180 "$java" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g 2 -b 64M -e 64M -n 20 -w 5 -c 1 \
       > "$out/allreduce-perf-64M.log" 2>&1
     echo "exit $?"; grep -vE "^#\s*$" "$out/allreduce-perf-64M.log" | tail -8
     # busbw of the out-of-place row (nccl-tests' column 8) against the in-task measurement.
@@ -86,11 +86,11 @@ if [ "$what" = spark ] || [ "$what" = all ]; then
   fi
 
   echo "== TrainJob as bin/train runs it (embedded local Spark, $ngpu ranks)"
-  timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks "$ngpu" --steps 200 \
+  timeout 240 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.train.TrainJob --ranks "$ngpu" --steps 200 \
     > "$out/train.log" 2>&1
   echo "exit $?"; grep -E "TrainJob|trained steps|on GPU|on the CPU|refus" "$out/train.log" | head -8
   echo "== bin/train with more ranks than GPUs ($((ngpu + 1)))"
-  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.spark.TrainJob --ranks $((ngpu + 1)) --steps 20 \
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.train.TrainJob --ranks $((ngpu + 1)) --steps 20 \
     > "$out/train-too-many.log" 2>&1
   echo "exit $? (must not be 0)"; grep -iE "GPU|Exception" "$out/train-too-many.log" | head -4
 
@@ -131,7 +131,7 @@ standalone() { # hosts: 1 (one Worker with the GPUs) or 2 (two Workers on preten
     for _ in $(seq 60); do grep -q "Successfully registered with master" "$wlog" && break; sleep 1; done
   done
   SPARK_HOME=$home timeout 240 "$java" "${jvm[@]}" -cp "$scp" org.apache.spark.deploy.SparkSubmit \
-    --master spark://127.0.0.1:7077 --class org.sparkccl.spark.TrainJob \
+    --master spark://127.0.0.1:7077 --class org.sparkccl.train.TrainJob \
     --conf spark.plugins=org.sparkccl.spark.SparkCclPlugin \
     --conf spark.executor.resource.gpu.amount="$exec_gpus" \
     --conf spark.executor.resource.gpu.discoveryScript="$PWD/scripts/getGpusResources.sh" \

@@ -1,5 +1,7 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemorySource;
+import org.sparkccl.core.memory.HostMemorySources;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.channels.Channels;

@@ -1,5 +1,7 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemoryBlock;
+import org.sparkccl.core.memory.HostMemorySource;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;

@@ -1,5 +1,8 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemoryBlock;
+import org.sparkccl.core.memory.HostMemorySource;
+import org.sparkccl.core.memory.HostMemorySources;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;

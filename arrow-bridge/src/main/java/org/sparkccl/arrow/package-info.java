@@ -1,6 +1,6 @@
 /**
  * Arrow-backed training state for sparkccl: no Spark here, and no CUDA beyond what a registered
- * {@link org.sparkccl.arrow.HostMemorySource} brings.
+ * {@link org.sparkccl.core.memory.HostMemorySource} brings.
  *
  * <ul>
  *   <li>{@link org.sparkccl.arrow.GradientBuffer}: named tensors ({@link org.sparkccl.arrow.TensorLayout})
@@ -8,7 +8,7 @@
  *   <li>{@link org.sparkccl.arrow.OptimizerState}: named slots shaped like the weights;</li>
  *   <li>{@link org.sparkccl.arrow.Checkpoint}: weights, state, step and metadata as an Arrow IPC
  *       file through Hadoop's FileSystem;</li>
- *   <li>{@link org.sparkccl.arrow.FeatureBatch}: a float32 feature matrix and labels from Arrow vectors.</li>
+ *   <li>{@link org.sparkccl.train.FeatureBatch}: a float32 feature matrix and labels from Arrow vectors.</li>
  * </ul>
  *
  * <pre>{@code

@@ -1,5 +1,6 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.OffHeapMemorySource;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,5 +1,8 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemorySource;
+import org.sparkccl.core.memory.OffHeapMemorySource;
+import org.sparkccl.core.memory.SharedHostMemorySource;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.net.InetSocketAddress;
@@ -18,15 +21,15 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
-import org.sparkccl.core.HostCommunicator;
+import org.sparkccl.core.shm.ShmCommunicator;
 import org.sparkccl.core.ReduceOp;
-import org.sparkccl.core.TcpBootstrap;
+import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 
 /**
  * N ranks as threads, each with its own allocator and GradientBuffer, bootstrapped over TCP on
- * 127.0.0.1 and reducing through HostCommunicator over LOCAL memory: the buffer's ArrowBuf memory is
+ * 127.0.0.1 and reducing through ShmCommunicator over LOCAL memory: the buffer's ArrowBuf memory is
  * reduced in place and checked against a float64 reference computed from what every rank stored.
  */
 class GradientBufferAllReduceTest {
@@ -112,7 +115,7 @@ class GradientBufferAllReduceTest {
         int rank = bootstrap.rank();
         BufferAllocator allocator = new RootAllocator();
         HostMemorySource source;
-        try (Communicator comm = HostCommunicator.create(bootstrap, List.of(new LocalMemoryTransport()),
+        try (Communicator comm = ShmCommunicator.create(bootstrap, List.of(new LocalMemoryTransport()),
                 Params.defaults())) {
             source = shared ? new SharedHostMemorySource(comm) : new OffHeapMemorySource();
             reduce(comm, allocator, source, type, op, layout, stored, results);

@@ -1,5 +1,9 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemoryBlock;
+import org.sparkccl.core.memory.HostMemorySource;
+import org.sparkccl.core.memory.HostMemorySources;
+import org.sparkccl.core.memory.OffHeapMemorySource;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;

@@ -1,5 +1,7 @@
 package org.sparkccl.arrow;
 
+import org.sparkccl.core.memory.HostMemorySources;
+import org.sparkccl.ipc.cuda.PinnedHostMemorySource;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -23,7 +25,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.ReduceOp;
-import org.sparkccl.core.TcpBootstrap;
+import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaStream;

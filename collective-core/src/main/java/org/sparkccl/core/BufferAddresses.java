@@ -1,5 +1,6 @@
 package org.sparkccl.core;
 
+import org.sparkccl.core.os.JdkAccess;
 import java.nio.ByteBuffer;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;

@@ -6,7 +6,7 @@ import io.github.spencerpark.jupyter.kernel.display.mime.MIMEType;
 import java.util.Base64;
 import java.util.List;
 import org.jfree.chart.JFreeChart;
-import org.sparkccl.ipc.plot.Charts;
+import org.sparkccl.train.plot.Charts;
 
 /**
  * What a notebook cell calls to show something other than text: HTML, a table, a PNG, a chart.

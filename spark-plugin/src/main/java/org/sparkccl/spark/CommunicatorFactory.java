@@ -4,7 +4,7 @@ import java.util.function.BooleanSupplier;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.ipc.Communicators;
+import org.sparkccl.core.engine.Communicators;
 import org.sparkccl.ipc.gpu.GpuEngines;
 
 /**

@@ -8,11 +8,11 @@ import org.apache.logging.log4j.core.config.Configurator;
  * sparkccl's progress lines at INFO, so that the console shows the training and not the scheduler.
  * (Under spark-submit the cluster's log4j2 configuration decides.)
  */
-final class QuietLogs {
+public final class QuietLogs {
     private QuietLogs() {
     }
 
-    static void forEmbeddedRun() {
+    public static void forEmbeddedRun() {
         Configurator.setRootLevel(Level.WARN);
         Configurator.setLevel("org.sparkccl", Level.INFO);
     }

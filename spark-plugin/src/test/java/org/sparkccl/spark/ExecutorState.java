@@ -10,7 +10,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.apache.spark.api.java.JavaRDD;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /** What an executor JVM holds of sparkccl, read inside a task: for the checks that a failure leaked nothing. */
 final class ExecutorState implements Serializable {

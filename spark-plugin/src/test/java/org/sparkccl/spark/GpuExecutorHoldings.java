@@ -11,7 +11,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /**
  * What sparkccl holds in one executor JVM on GPUs, and the GPU's memory in use (every process), read

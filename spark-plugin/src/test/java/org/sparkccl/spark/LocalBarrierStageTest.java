@@ -28,7 +28,7 @@ import org.sparkccl.arrow.TensorLayout;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.transport.LocalMemoryTransport;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /** Barrier stages in Spark's local mode, 4 ranks as threads of one JVM. */
 class LocalBarrierStageTest {

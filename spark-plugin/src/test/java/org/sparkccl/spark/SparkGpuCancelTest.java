@@ -41,8 +41,8 @@ class SparkGpuCancelTest extends BarrierCancelSuite {
     static void start() throws Exception {
         int gpus = GpuSupportBridge.visibleDevices();
         assumeTrue(gpus > 0, "no usable GPU here: " + GpuSupportBridge.unavailableReason());
-        spark = SparkSession.builder().config(SparkGpuTest.gpuCluster(scripts, "local-cluster[" + RANKS + ",1,4096]",
-                        SparkGpuTest.listScript(scripts, 1), 1, 1, "1")
+        spark = SparkSession.builder().config(GpuClusters.gpuCluster(scripts, "local-cluster[" + RANKS + ",1,4096]",
+                        GpuClusters.listScript(scripts, 1), 1, 1, "1")
                 .set("spark.executor.cores", "1")
                 .set("spark.sparkccl.allowSharedGpu", "true")
                 .set("spark.sparkccl.timeoutMs", "120000")

@@ -3,7 +3,7 @@ package org.sparkccl.core.check;
 import java.io.PrintStream;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.HostStagingBuffer;
+import org.sparkccl.core.memory.HostStagingBuffer;
 import org.sparkccl.core.ReduceOp;
 
 /**

@@ -6,9 +6,9 @@ import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.HostCommunicator;
-import org.sparkccl.core.HostStagingBuffer;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.shm.ShmCommunicator;
+import org.sparkccl.core.memory.HostStagingBuffer;
+import org.sparkccl.core.os.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
@@ -105,7 +105,7 @@ public final class SocketCommunicator implements Communicator {
                 slotBytes, deadline, cancelled);
         // Ranks that outnumber the host's cores spin less, as on shared memory: here the links' I/O
         // threads need the cores too.
-        wait = new WaitLoop(me, HostCommunicator.spinsBeforeYield(params, all[me].ranksOnHost(all)), timeoutMs, ring,
+        wait = new WaitLoop(me, ShmCommunicator.spinsBeforeYield(params, all[me].ranksOnHost(all)), timeoutMs, ring,
                 cancelled);
         int split = params.get(Params.SOCKET_SPLIT);
         boolean splitSteps = split < 0 ? NetRound.coresForParallelLinks(all, connections) : split > 0;

@@ -1,13 +1,14 @@
 package org.sparkccl.core.net;
 
+import org.sparkccl.core.bootstrap.CommunicatorBootstrap;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.HostCommunicator;
-import org.sparkccl.core.HostStagingBuffer;
+import org.sparkccl.core.shm.ShmCommunicator;
+import org.sparkccl.core.memory.HostStagingBuffer;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
@@ -26,7 +27,7 @@ import org.sparkccl.core.transport.RankInfo;
 
 /**
  * Ranks on several hosts, the same number L on each: a shared-memory communicator among the ranks
- * of each host ({@link HostCommunicator}) and, across hosts, one TCP ring per local index l joining
+ * of each host ({@link ShmCommunicator}) and, across hosts, one TCP ring per local index l joining
  * the l-th rank of every host ({@link SocketCommunicator}). An all-reduce is a reduce-scatter inside
  * the host (each local rank ends with 1/L of the host's sum), an all-reduce of that shard across
  * hosts, and an all-gather inside the host: each byte crosses the network once per direction and
@@ -42,14 +43,14 @@ public final class TwoLevelCommunicator implements Communicator {
     private final int[][] byHost;
     private final int host;
     private final int local;
-    private final HostCommunicator inside;
+    private final ShmCommunicator inside;
     private final SocketCommunicator across;
     private final CclLog log;
     private int sequence;
     private String brokenBy;
     private boolean closed;
 
-    private TwoLevelCommunicator(int rank, int[][] byHost, int host, int local, HostCommunicator inside,
+    private TwoLevelCommunicator(int rank, int[][] byHost, int host, int local, ShmCommunicator inside,
                                  SocketCommunicator across, CclLog log) {
         this.rank = rank;
         this.size = byHost.length * byHost[0].length;
@@ -66,7 +67,7 @@ public final class TwoLevelCommunicator implements Communicator {
      * shared-memory communicator (the real round is spent), then the cross-host ring of this rank's
      * local index. {@code byHost} lists each host's global ranks; this rank is among them.
      */
-    static TwoLevelCommunicator create(SocketListener listener, RankInfo[] all, int rank, int[][] byHost,
+    public static TwoLevelCommunicator create(SocketListener listener, RankInfo[] all, int rank, int[][] byHost,
                                        IntFunction<List<MemoryTransport>> transports, Params params,
                                        BooleanSupplier cancelled) {
         int host = -1;
@@ -79,10 +80,10 @@ public final class TwoLevelCommunicator implements Communicator {
                 }
             }
         }
-        HostCommunicator inside;
+        ShmCommunicator inside;
         try (SocketCommunicator bootstrapRing = SocketCommunicator.create(listener, all, rank, byHost[host],
                 TAG_LOCAL_BOOTSTRAP, params, cancelled)) {
-            inside = HostCommunicator.create(new CommunicatorBootstrap(bootstrapRing), transports.apply(local), params,
+            inside = ShmCommunicator.create(new CommunicatorBootstrap(bootstrapRing), transports.apply(local), params,
                     cancelled);
         }
         int[] crossGroup = new int[byHost.length];

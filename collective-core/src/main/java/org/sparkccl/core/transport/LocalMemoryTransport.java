@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.os.JdkAccess;
 
 /**
  * Ranks that share one JVM (threads; Spark local mode) share plain off-heap memory: no file, no

@@ -7,8 +7,8 @@ import org.sparkccl.core.CclException;
  * on after one more look at its condition: the peer may have met it and closed after the caller's
  * last look.
  */
-final class PeerClosedException extends CclException {
-    PeerClosedException(String message) {
+public final class PeerClosedException extends CclException {
+    public PeerClosedException(String message) {
         super(message);
     }
 }

@@ -126,7 +126,7 @@ public final class WaitLoop {
     }
 
     /** " from rank N" for a wait on one peer; nothing for a wait on all of them (peer -1, e.g. in communicator init). */
-    static String fromPeer(int peer) {
+    public static String fromPeer(int peer) {
         return peer < 0 ? "" : " from rank " + peer;
     }
 }

@@ -8,7 +8,7 @@ import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.os.JdkAccess;
 
 class BulkCopyTest {
     static {

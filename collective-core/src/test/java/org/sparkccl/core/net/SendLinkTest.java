@@ -11,8 +11,8 @@ import java.util.Random;
 import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.sparkccl.core.HostStagingBuffer;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.memory.HostStagingBuffer;
+import org.sparkccl.core.os.JdkAccess;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**

@@ -1,5 +1,6 @@
 package org.sparkccl.core.net;
 
+import org.sparkccl.core.engine.HostEngines;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
@@ -7,8 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.IntFunction;
 import org.sparkccl.core.Communicator;
-import org.sparkccl.core.HostStagingBuffer;
-import org.sparkccl.core.ThreadGroupBootstrap;
+import org.sparkccl.core.memory.HostStagingBuffer;
+import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 

@@ -8,8 +8,8 @@ import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.core.transport.SharedRegion;
-import org.sparkccl.core.wait.PeerMonitor;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.transport.PeerMonitor;
+import org.sparkccl.core.shm.ShmTransport;
 
 /**
  * Why a rank of a GPU communicator failed, where its peers in other processes can read it: one page

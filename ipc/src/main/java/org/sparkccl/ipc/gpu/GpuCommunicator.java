@@ -18,7 +18,7 @@ import org.sparkccl.core.CclException;
 import org.sparkccl.core.CclTimeoutException;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.os.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
@@ -42,7 +42,7 @@ import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.KernelModule;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /**
  * Collectives between GPUs of one machine. Each rank runs one persistent kernel per collective
@@ -1340,17 +1340,17 @@ public final class GpuCommunicator implements Communicator {
     }
 
     /** Host time of the last kernel launch call (JCuda and the driver), for benchmarks. */
-    long lastLaunchNanos() {
+    public long lastLaunchNanos() {
         return lastLaunchNanos;
     }
 
     /** GPU time of the last collective kernel, from its first block's start to its last block's end. */
-    long lastKernelNanos() {
+    public long lastKernelNanos() {
         return lastKernelNanos;
     }
 
     /** How an all-reduce of {@code count} elements runs: LL, Simple or 1shot (benchmark columns). */
-    String algorithmFor(long count, DataType type) {
+    public String algorithmFor(long count, DataType type) {
         return size == 1 ? "copy" : tuner.plan(Kind.ALL_REDUCE, count, type, size).algorithm();
     }
 }

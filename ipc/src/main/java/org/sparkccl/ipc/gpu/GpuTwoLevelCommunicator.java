@@ -12,7 +12,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.StagingBuffer;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
-import org.sparkccl.core.net.CommunicatorBootstrap;
+import org.sparkccl.core.bootstrap.CommunicatorBootstrap;
 import org.sparkccl.core.net.HostCallCheck;
 import org.sparkccl.core.net.HostLayout;
 import org.sparkccl.core.net.SocketCommunicator;

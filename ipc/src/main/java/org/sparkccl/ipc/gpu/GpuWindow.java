@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.sparkccl.core.CclException;
-import org.sparkccl.core.JdkAccess;
+import org.sparkccl.core.os.JdkAccess;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.os.DescriptorServer;
@@ -25,7 +25,7 @@ import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.cuda.HostRegistration;
 import org.sparkccl.ipc.cuda.IpcMemory;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /**
  * One of this rank's receive windows, laid out as the CPU engine's segment ({@link SegmentLayout}):

@@ -16,7 +16,7 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.HostRegistration;
 import org.sparkccl.ipc.cuda.IpcMemory;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /** The successor's receive window, opened by this rank: the memory its kernel sends into. */
 abstract class PeerWindow implements AutoCloseable {

@@ -14,7 +14,7 @@ import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.core.transport.RankInfo;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /**
  * The GPU engine's abort records without a GPU: three ranks of this JVM, each mapping the others'

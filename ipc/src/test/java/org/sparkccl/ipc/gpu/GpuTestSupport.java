@@ -7,7 +7,7 @@ import org.agrona.BufferUtil;
 import org.junit.jupiter.api.Assumptions;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
-import org.sparkccl.core.ThreadGroupBootstrap;
+import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
@@ -15,7 +15,7 @@ import org.sparkccl.ipc.cuda.GpuSupport;
 import org.sparkccl.ipc.cuda.HostRegistration;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
-import org.sparkccl.ipc.shm.ShmTransport;
+import org.sparkccl.core.shm.ShmTransport;
 
 /** Skips without GPUs (printing why), runs ranks as threads, and moves checked data to and from GPUs. */
 final class GpuTestSupport {
