@@ -48,7 +48,7 @@ for m in collective-core ipc train tools; do cp -r $m/target/test-classes/. "$ap
 rm -rf "$app/ipc-test-classes/org/sparkccl/spark"
 # The application jar users spark-submit (docs/spark.md), for the standalone-cluster run.
 rm -rf "$out/submit"; mkdir -p "$out/submit"
-cp train/target/sparkccl-spark-app-*.jar "$out/submit/"
+cp tools/target/sparkccl-spark-app-*.jar "$out/submit/"
 stamp=$( (printf '%s\n' "${deps[@]}"; cat "$0") | sha256sum | cut -c1-16)
 if [ -f "$out/parts.stamp" ] && [ "$(cat "$out/parts.stamp")" = "$stamp" ] && ls "$out"/part-* >/dev/null 2>&1; then
   echo "third-party parts unchanged ($stamp)"; du -sh "$app"; ls -la "$out"; exit 0
