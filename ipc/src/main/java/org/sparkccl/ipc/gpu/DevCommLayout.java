@@ -3,7 +3,7 @@ package org.sparkccl.ipc.gpu;
 import org.sparkccl.core.proto.SegmentLayout;
 
 /**
- * Byte layouts shared with the kernels (ring_kernels.cu: DevComm, ChannelPtrs, ChannelState,
+ * Byte layouts shared with the kernels (dev_comm.cuh: DevComm, ChannelPtrs, ChannelState,
  * CollArgs). Every field is 8 bytes unless said otherwise, little-endian as the GPU reads it.
  *
  * <pre>

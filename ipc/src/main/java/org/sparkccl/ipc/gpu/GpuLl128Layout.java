@@ -6,7 +6,7 @@ import org.sparkccl.core.proto.ChannelLayout;
  * The LL128 receive sides at the end of a rank's P2P window (after its channels and the one-shot
  * inboxes), one per channel. The predecessor writes the slots; the receiver writes the head, on a
  * cache line of its own. A slot is a run of 128-byte lines, each 120 bytes of data and a 64-bit flag
- * in its last 8 bytes (ring_kernels.cu, Ll128Link).
+ * in its last 8 bytes (prims_ll128.cuh, Ll128Link).
  *
  * <pre>
  *  per channel (channelBytes(), a multiple of 4096):

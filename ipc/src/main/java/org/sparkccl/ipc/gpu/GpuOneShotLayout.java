@@ -4,7 +4,7 @@ package org.sparkccl.ipc.gpu;
  * The one-shot all-reduce inboxes at the end of a rank's P2P window (after its channels): two
  * parities (one-shot call k uses parity k % 2) of one inbox per rank, each a run of 16-byte LL lines
  * (two 4-byte data / 4-byte flag pairs, 8 bytes of data per line). Rank s pushes its input into inbox
- * (parity, s) of every peer's window; the owner reads its inboxes locally (ring_kernels.cu, oneShotKernel).
+ * (parity, s) of every peer's window; the owner reads its inboxes locally (one_shot.cuh, oneShotKernel).
  *
  * <pre>
  *  parity 0                                  parity 1

@@ -15,7 +15,7 @@ import org.sparkccl.ipc.cuda.KernelModule;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
 
 /**
- * The resident one-shot kernel of one rank (ring_kernels.cu, {@code sccl_oneshot_resident}): one block
+ * The resident one-shot kernel of one rank (resident.cuh, {@code sccl_oneshot_resident}): one block
  * that stays on the GPU between small all-reduces and takes each call from a doorbell in mapped host
  * memory, so that such a call costs no kernel launch (a JCuda launch call plus the GPU's launch latency):
  * 8 B-8 KB calls took 15.3-16.2 us against 20.6-22.2 us with a launch per call (2 x H200, same call). It ends by itself after {@link #IDLE_NS} without a call, so that a

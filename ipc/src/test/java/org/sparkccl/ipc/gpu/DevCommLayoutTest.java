@@ -14,10 +14,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The byte offsets the host writes (DevCommLayout) are those of the kernels' structs: read from
- * ring_kernels.cu itself, so that a field added on one side only fails here, without a GPU.
+ * dev_comm.cuh itself, so that a field added on one side only fails here, without a GPU.
  */
 class DevCommLayoutTest {
-    private static final Path KERNELS = Path.of("src/main/cuda/ring_kernels.cu");
+    private static final Path KERNELS = Path.of("src/main/cuda/dev_comm.cuh");
 
     @Test
     void collArgsOffsetsMatchTheKernels() throws IOException {

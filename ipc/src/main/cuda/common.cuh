@@ -1,0 +1,312 @@
+// Device helpers shared by every protocol and kernel: loads and stores with the orderings the
+// protocols need, the reductions (one struct per type and op) and user-buffer access, the wait that
+// ends on an abort or a timeout (Waiter), and every kernel's start and end: the abort check, the call
+// numbers counted in device memory, and the completion word the host polls. No wire format lives here.
+
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include "dev_comm.cuh"
+
+// ---- Memory access with the orderings the protocols need. ----------------------------------------
+
+__device__ __forceinline__ uint64_t ldAcquireSys(const volatile uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void stReleaseSys(volatile uint64_t* p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t ldVolatile64(const volatile uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint4 ldVolatile16(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+
+// A FIFO read: not cached in L1 (the slot is rewritten by the peer every STEPS steps), and with no
+// compiler memory barrier, so that the loads of one iteration can all be in flight together; the
+// ordering against the tail the data was published with comes from __syncthreads.
+__device__ __forceinline__ uint4 ldFifo16(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ void stVolatile16(void* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+
+__device__ __forceinline__ uint64_t globalTimerNs() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// ---- Reductions: one struct per (type, op); S is the storage type of one element. ----------------
+
+template <int OP, typename C>
+__device__ __forceinline__ C applyArith(C a, C b) {
+    if (OP == OP_SUM || OP == OP_AVG) return a + b;
+    if (OP == OP_PROD) return a * b;
+    if (OP == OP_MIN) return a < b ? a : b;
+    return a > b ? a : b;
+}
+
+template <int OP>
+struct RedF32 {
+    typedef float S;
+    __device__ static S apply(S a, S b) { return applyArith<OP>(a, b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (float)n : a; }
+};
+
+template <int OP>
+struct RedF64 {
+    typedef double S;
+    __device__ static S apply(S a, S b) { return applyArith<OP>(a, b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (double)n : a; }
+};
+
+// float16 and bfloat16 compute in float and round back at every step (as the CPU engine does).
+template <int OP>
+struct RedF16 {
+    typedef uint16_t S;
+    __device__ static float f(S a) { return __half2float(__ushort_as_half(a)); }
+    __device__ static S h(float a) { return __half_as_ushort(__float2half_rn(a)); }
+    __device__ static S apply(S a, S b) { return h(applyArith<OP>(f(a), f(b))); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? h(f(a) / (float)n) : a; }
+};
+
+template <int OP>
+struct RedBF16 {
+    typedef uint16_t S;
+    __device__ static float f(S a) { return __bfloat162float(__ushort_as_bfloat16(a)); }
+    __device__ static S h(float a) { return __bfloat16_as_ushort(__float2bfloat16_rn(a)); }
+    __device__ static S apply(S a, S b) { return h(applyArith<OP>(f(a), f(b))); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? h(f(a) / (float)n) : a; }
+};
+
+// Integers wrap around as C's unsigned arithmetic does (signed overflow would be undefined).
+template <int OP>
+struct RedI32 {
+    typedef int32_t S;
+    __device__ static S apply(S a, S b) {
+        if (OP == OP_SUM || OP == OP_AVG) return (S)((uint32_t)a + (uint32_t)b);
+        if (OP == OP_PROD) return (S)((uint32_t)a * (uint32_t)b);
+        return applyArith<OP>(a, b);
+    }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / n : a; }
+};
+
+template <int OP>
+struct RedI64 {
+    typedef int64_t S;
+    __device__ static S apply(S a, S b) {
+        if (OP == OP_SUM || OP == OP_AVG) return (S)((uint64_t)a + (uint64_t)b);
+        if (OP == OP_PROD) return (S)((uint64_t)a * (uint64_t)b);
+        return applyArith<OP>(a, b);
+    }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? a / (int64_t)n : a; }
+};
+
+template <int OP>
+struct RedI8 {
+    typedef int8_t S;
+    __device__ static S apply(S a, S b) { return (S)(uint8_t)applyArith<OP>((int)a, (int)b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? (S)(a / n) : a; }
+};
+
+template <int OP>
+struct RedU8 {
+    typedef uint8_t S;
+    __device__ static S apply(S a, S b) { return (S)applyArith<OP>((unsigned)a, (unsigned)b); }
+    __device__ static S post(S a, int n) { return OP == OP_AVG ? (S)(a / n) : a; }
+};
+
+// Elementwise over a pack (8 bytes for LL, 16 for Simple).
+template <class R, typename P>
+__device__ __forceinline__ P reducePack(P a, P b) {
+    typedef typename R::S S;
+    constexpr int N = sizeof(P) / sizeof(S);
+    union U { P p; S e[N]; };
+    U x, y;
+    x.p = a;
+    y.p = b;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.e[i] = R::apply(x.e[i], y.e[i]);
+    return x.p;
+}
+
+template <class R, typename P>
+__device__ __forceinline__ P postPack(P a, int n) {
+    typedef typename R::S S;
+    constexpr int N = sizeof(P) / sizeof(S);
+    union U { P p; S e[N]; };
+    U x;
+    x.p = a;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.e[i] = R::post(x.e[i], n);
+    return x.p;
+}
+
+// Up to 8 bytes of user data, element by element where the pack is short or unaligned.
+template <typename S>
+__device__ __forceinline__ uint64_t loadUser8(const char* p, int bytes) {
+    if (bytes == 8 && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+    union { uint64_t u; S e[8 / sizeof(S)]; } x;
+    x.u = 0;
+    const S* q = (const S*)p;
+    for (int i = 0; i < bytes / (int)sizeof(S); i++) x.e[i] = q[i];
+    return x.u;
+}
+
+template <typename S>
+__device__ __forceinline__ void storeUser8(char* p, uint64_t v, int bytes) {
+    if (bytes == 8 && ((uintptr_t)p & 7) == 0) {
+        *(uint64_t*)p = v;
+        return;
+    }
+    union { uint64_t u; S e[8 / sizeof(S)]; } x;
+    x.u = v;
+    S* q = (S*)p;
+    for (int i = 0; i < bytes / (int)sizeof(S); i++) q[i] = x.e[i];
+}
+
+// ---- Waiting: every spin loop ends on success, on an abort raised by anyone, or on timeout. -------
+
+struct Waiter {
+    volatile uint32_t* myState;
+    volatile uint32_t* nextState;
+    volatile int32_t* hostStatus;
+    volatile int* aborted;  // shared memory: this block gave up
+    uint64_t start;
+    uint64_t timeoutNs;
+    uint32_t ticket;  // the call's CollArgs.ticket, recorded with the first failure
+
+    // Called once per failed poll; true means stop waiting (the caller carries on without the data).
+    __device__ __forceinline__ bool check(int spins) {
+        if (*aborted) return true;
+        if ((spins & 63) == 0) {
+            if (*myState != 0) return raise(STATUS_PEER_ABORT);
+            if ((spins & 1023) == 0) {
+                if (hostStatus[0] != 0) return raise(STATUS_HOST_ABORT);
+                if (timeoutNs != 0 && globalTimerNs() - start > timeoutNs) return raise(STATUS_TIMEOUT);
+            }
+        }
+        return false;
+    }
+
+    // Records why (first reason wins), and raises the abort words so that every rank stops.
+    __device__ bool raise(int code) {
+        *aborted = 1;
+        if (hostStatus[1] == 0) {
+            hostStatus[1] = code;
+            hostStatus[2] = blockIdx.x;
+            hostStatus[STATUS_WORD_FAILED_TICKET] = (int32_t)ticket;
+        }
+        *myState = 1;
+        *nextState = 1;
+        __threadfence_system();
+        return true;
+    }
+};
+
+// A sender of a flag-per-line protocol (LL, LL128), before reusing a slot: waits until the receiver has
+// consumed the step STEPS ago. One lane per warp polls the (remote) head and shares what it saw.
+__device__ __forceinline__ void waitForRoom(const volatile uint64_t* head, uint64_t step, uint64_t& headCache,
+                                            Waiter& w) {
+    if (step < headCache + SCCL_STEPS) return;
+    uint64_t seen = headCache;
+    if ((threadIdx.x & 31) == 0) {
+        int spins = 0;
+        while (true) {
+            seen = ldVolatile64(head);
+            if (step < seen + SCCL_STEPS) break;
+            if (w.check(++spins)) break;
+        }
+    }
+    seen = __shfl_sync(0xffffffffu, seen, 0);
+    if (seen > headCache) headCache = seen;
+    if (step >= headCache + SCCL_STEPS) headCache = step;  // aborted: stop asking
+}
+
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// ---- Every kernel's start and end. ---------------------------------------------------------------
+
+// The completion report the host polls (every kernel's, launched or resident): the end time, then
+// the call's sequence number with a system-scope release. The caller has fenced its block's results.
+__device__ void reportDone(volatile int32_t* hostStatus, uint32_t ticket) {
+    *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
+    __threadfence_system();
+    stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
+}
+
+// A call's numbers, counted in device memory by the kernels themselves (DevComm.calls), not passed by
+// the host: a kernel replayed from a CUDA graph keeps the CollArgs of its capture, but each replay must
+// carry the next sequence number in its header and use the next one-shot inbox parity and flag. Every
+// block reads them at its start; the block that ends the call counts it, after every block has read.
+struct CallNumbers {
+    uint32_t seq;          // the header's sequence number: 1 + the collectives this rank ran before
+    uint32_t oneShotCall;  // one-shot all-reduces this rank ran before this one
+};
+
+__device__ __forceinline__ CallNumbers callNumbers(const DevComm* comm) {
+    const volatile uint32_t* calls = (const volatile uint32_t*)comm->calls;
+    CallNumbers n;
+    n.seq = calls[0] + 1u;
+    n.oneShotCall = calls[1];
+    return n;
+}
+
+__device__ __forceinline__ void countCall(const DevComm* comm, bool oneShot) {
+    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
+    calls[0] = calls[0] + 1u;
+    if (oneShot) calls[1] = calls[1] + 1u;
+}
+
+// The last block to finish tells the host, through mapped host memory, that this collective is
+// complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
+// Every block's results are fenced to system scope before it counts itself.
+__device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus) {
+    __threadfence_system();
+    unsigned int* done = (unsigned int*)comm->blocksDone;
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+        atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+        countCall(comm, oneShot);
+        reportDone(hostStatus, ticket);  // its system fence orders the counts before the done word
+    }
+}
+
+// Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
+// raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
+// its data could be a failed peer's leftovers.
+__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket) {
+    if (threadIdx.x == 0) *abortedShared = 0;
+    __syncthreads();
+    Waiter w;
+    w.myState = (volatile uint32_t*)comm->myState;
+    w.nextState = (volatile uint32_t*)comm->nextState;
+    w.hostStatus = (volatile int32_t*)comm->hostStatus;
+    w.aborted = (volatile int*)abortedShared;
+    w.start = globalTimerNs();
+    w.timeoutNs = comm->timeoutNs;
+    w.ticket = ticket;
+    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
+    if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
+    __syncthreads();
+    return w;
+}
