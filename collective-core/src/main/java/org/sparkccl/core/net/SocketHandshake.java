@@ -62,26 +62,24 @@ final class SocketHandshake {
 
         /** Reads a hello; throws {@link Refused} with the reason for anything that is not a sparkccl hello of this version. */
         static Hello read(DataInputStream in) throws IOException {
-            ByteBuffer b;
+            String from = "the connecting side";
             try {
-                b = ByteBuffer.wrap(HELLO.read(in, HELLO_BODY_BYTES, "the connecting side"));
+                ByteBuffer b = ByteBuffer.wrap(HELLO.read(in, HELLO_BODY_BYTES, from));
+                if (b.remaining() != HELLO_BODY_BYTES) {
+                    throw HELLO.malformed(from, "a body of " + b.remaining() + " bytes, expected " + HELLO_BODY_BYTES);
+                }
+                int tag = b.getInt();
+                int fromRank = b.getInt();
+                int toRank = b.getInt();
+                int index = b.getInt();
+                byte[] nonce = new byte[NONCE_BYTES];
+                b.get(nonce);
+                byte[] mac = new byte[MAC_BYTES];
+                b.get(mac);
+                return new Hello(tag, fromRank, toRank, index, nonce, mac);
             } catch (WireFormatException e) {
                 throw new Refused(e.getMessage());
             }
-            if (b.remaining() != HELLO_BODY_BYTES) {
-                throw new Refused(HELLO.refused("the connecting side", "a body of " + b.remaining() + " bytes, expected "
-                        + HELLO_BODY_BYTES, "it was truncated in transit, or the sender is not a sparkccl rank")
-                        .getMessage());
-            }
-            int tag = b.getInt();
-            int from = b.getInt();
-            int to = b.getInt();
-            int index = b.getInt();
-            byte[] nonce = new byte[NONCE_BYTES];
-            b.get(nonce);
-            byte[] mac = new byte[MAC_BYTES];
-            b.get(mac);
-            return new Hello(tag, from, to, index, nonce, mac);
         }
 
         boolean signedWith(byte[] secret) {

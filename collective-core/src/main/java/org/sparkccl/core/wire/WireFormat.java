@@ -111,9 +111,16 @@ public final class WireFormat {
         return body;
     }
 
-    /** Writes {@code body} sealed (the same bytes as {@link #seal}); does not flush. */
+    /** Writes {@code body} sealed (the same bytes as {@link #seal}, without copying the body); does not flush. */
     public void write(DataOutputStream out, byte[] body) throws IOException {
-        out.write(seal(body));
+        requireSealable();
+        byte[] header = ByteBuffer.allocate(HEADER_BYTES).putInt((int) magic).putInt(version).putInt(body.length).array();
+        CRC32C crc = new CRC32C();
+        crc.update(header);
+        crc.update(body);
+        out.write(header);
+        out.write(body);
+        out.writeInt((int) crc.getValue());
     }
 
     /**
