@@ -1,5 +1,6 @@
 package org.sparkccl.spark;
 
+import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -8,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.CclException;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
  * A bootstrap that sends this rank's {@link TaskPlacement} along with whatever the engine sends, in
@@ -16,8 +18,8 @@ import org.sparkccl.core.CclException;
  * from the same bytes, so a bad placement fails every rank alike instead of leaving some waiting.
  */
 public final class PlacementBootstrap implements Bootstrap {
-    private static final int MAGIC = 0x53435350; // "SCSP"
-    private static final int VERSION = 1;
+    /** The body: the placement and the engine's bytes, each length-prefixed. Version 2: sealed. */
+    static final WireFormat FORMAT = WireFormat.sealed("placement message", 0x53435350, 2); // "SCSP"
 
     private final Bootstrap inner;
     private final TaskPlacement mine;
@@ -43,33 +45,27 @@ public final class PlacementBootstrap implements Bootstrap {
     @Override
     public byte[][] allGather(byte[] payload) {
         byte[] placement = mine.encode();
-        ByteBuffer envelope = ByteBuffer.allocate(16 + placement.length + payload.length);
-        envelope.putInt(MAGIC).putInt(VERSION).putInt(placement.length).put(placement)
-                .putInt(payload.length).put(payload);
-        byte[][] all = inner.allGather(envelope.array());
+        ByteBuffer body = ByteBuffer.allocate(8 + placement.length + payload.length);
+        body.putInt(placement.length).put(placement).putInt(payload.length).put(payload);
+        byte[][] all = inner.allGather(FORMAT.seal(body.array()));
         List<TaskPlacement> gathered = new ArrayList<>(all.length);
         byte[][] payloads = new byte[all.length][];
         for (int r = 0; r < all.length; r++) {
-            ByteBuffer in = ByteBuffer.wrap(all[r]);
+            String from = "rank " + r + " (read by rank " + rank() + ")";
+            ByteBuffer in = FORMAT.open(all[r], from);
             try {
-                if (in.getInt() != MAGIC || in.getInt() != VERSION) {
-                    throw new CclException("rank " + rank() + ": rank " + r + " sent a bootstrap message that is not a"
-                            + " sparkccl placement of version " + VERSION + "; use the same sparkccl jar on every executor");
-                }
                 byte[] p = new byte[in.getInt()];
                 in.get(p);
                 payloads[r] = new byte[in.getInt()];
                 in.get(payloads[r]);
                 TaskPlacement placementOfR = TaskPlacement.decode(p);
                 if (placementOfR.rank() != r) {
-                    throw new CclException("rank " + rank() + ": message " + r + " says it is from rank " + placementOfR.rank());
+                    throw FORMAT.refused(from, "it says it is from rank " + placementOfR.rank(),
+                            "it belongs to another communicator or job");
                 }
                 gathered.add(placementOfR);
-            } catch (RuntimeException e) {
-                if (e instanceof CclException) {
-                    throw e;
-                }
-                throw new CclException("rank " + rank() + ": damaged bootstrap message from rank " + r, e);
+            } catch (BufferUnderflowException | NegativeArraySizeException | IllegalArgumentException e) {
+                throw FORMAT.malformed(from, "its body does not parse (" + e + ")", e);
             }
         }
         check(gathered, allowSharedGpu);

@@ -12,6 +12,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.core.wire.WireFormatException;
 
 /** Each misconfiguration yields the message meant for it. */
 class MisconfigurationTest {
@@ -195,6 +196,31 @@ class MisconfigurationTest {
         } finally {
             threads.shutdownNow();
         }
+    }
+
+    @Test
+    void damagedOrOtherBuildPlacementMessagesAreRefusedNamingTheRank() {
+        String corrupted = placementRefusal(mine -> {
+            byte[] flipped = mine.clone();
+            flipped[flipped.length - 6] ^= 1;
+            return flipped;
+        });
+        assertTrue(corrupted.startsWith("refused the placement message from rank 0") && corrupted.contains("corrupted"),
+                corrupted);
+        String older = placementRefusal(mine -> java.nio.ByteBuffer.allocate(8).putInt(0x53435350).putInt(1).array());
+        assertTrue(older.contains("version 1") && older.contains("same sparkccl jar"), older);
+    }
+
+    /** What a one-rank PlacementBootstrap says when its round hands back {@code damage} of its own message. */
+    private static String placementRefusal(java.util.function.UnaryOperator<byte[]> damage) {
+        org.sparkccl.core.Bootstrap alone = new org.sparkccl.core.Bootstrap() {
+            @Override public int rank() { return 0; }
+            @Override public int size() { return 1; }
+            @Override public byte[][] allGather(byte[] mine) { return new byte[][] {damage.apply(mine)}; }
+            @Override public void barrier() { }
+        };
+        PlacementBootstrap bootstrap = new PlacementBootstrap(alone, placement(0, "e0", 10, "0"), false);
+        return assertThrows(WireFormatException.class, () -> bootstrap.allGather(new byte[] {7})).getMessage();
     }
 
     @Test

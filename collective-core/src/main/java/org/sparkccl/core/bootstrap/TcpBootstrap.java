@@ -4,6 +4,8 @@ import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.CclException;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
@@ -17,15 +19,16 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import org.sparkccl.core.wire.WireFormat;
+import org.sparkccl.core.wire.WireFormatException;
 
 /**
  * A {@link Bootstrap} over TCP for tools and tests that run without Spark: rank 0 listens on the
  * rendezvous address (127.0.0.1 unless told otherwise), the other ranks connect to it, and every
- * {@link #allGather} is a star through rank 0 with length-prefixed frames. {@link #barrier} is an
- * allGather of nothing.
+ * {@link #allGather} is a star through rank 0. The hello, the welcome and every part of a call
+ * travel as sealed {@link WireFormat} messages. {@link #barrier} is an allGather of nothing.
  *
  * <p>Safety rails, because a bootstrap that hangs or mixes up jobs is miserable to debug:
  * <ul>
@@ -41,11 +44,14 @@ import java.util.Objects;
  * <p>Not thread safe: one thread per rank calls it ({@link #close} may come from any thread).
  */
 public final class TcpBootstrap implements Bootstrap {
-    /** Bytes 'S','C','B','T': first in every hello, so that strangers are told apart at once. */
-    private static final int MAGIC = 0x53434254;
-    private static final int VERSION = 1;
-    private static final int MAX_FRAME_BYTES = 1 << 30;
-    private static final int FRAME_CHUNK_BYTES = 64 << 10;
+    /**
+     * Bytes 'S','C','B','T' first in every message, so that strangers are told apart at once.
+     * Version 2: every message sealed (body length and CRC32C).
+     */
+    static final WireFormat FORMAT = WireFormat.sealed("bootstrap message", 0x53434254, 2);
+    static final int MAX_FRAME_BYTES = 1 << 30;
+    /** Rank and size (4 bytes each) and the job token (writeUTF: at most 2 + 65535 bytes). */
+    private static final int MAX_HELLO_BYTES = 8 + 2 + 65535;
     private static final byte KIND_ALL_GATHER = 1;
     private static final byte KIND_BARRIER = 2;
     private static final byte STATUS_OK = 0;
@@ -173,7 +179,7 @@ public final class TcpBootstrap implements Bootstrap {
                 DataInputStream in = c.inputWithin(deadline);
                 byte theirKind = in.readByte();
                 int theirSequence = in.readInt();
-                byte[] data = readFrame(in);
+                byte[] data = FORMAT.read(in, MAX_FRAME_BYTES, "rank " + r);
                 if (theirKind != kind || theirSequence != sequence) {
                     throw failAll(who() + ": bootstrap calls differ across ranks: rank 0 is in " + describe(kind, sequence)
                             + " but rank " + r + " is in " + describe(theirKind, theirSequence)
@@ -183,6 +189,8 @@ public final class TcpBootstrap implements Bootstrap {
             } catch (SocketTimeoutException e) {
                 throw failAll(who() + ": rank " + r + " did not reach " + describe(kind, sequence) + " within "
                         + timeoutMs + " ms; it may be stuck, slow, or making different calls");
+            } catch (WireFormatException e) {
+                throw failAll(who() + ": " + e.getMessage());
             } catch (IOException e) {
                 throw failAll(lostRank(r, kind, sequence, e));
             }
@@ -194,7 +202,7 @@ public final class TcpBootstrap implements Bootstrap {
                 out.writeInt(sequence);
                 out.writeInt(size);
                 for (byte[] part : all) {
-                    writeFrame(out, part);
+                    FORMAT.write(out, part);
                 }
                 out.flush();
             } catch (IOException e) {
@@ -210,7 +218,7 @@ public final class TcpBootstrap implements Bootstrap {
             DataOutputStream out = root.output();
             out.writeByte(kind);
             out.writeInt(sequence);
-            writeFrame(out, mine);
+            FORMAT.write(out, mine);
             out.flush();
             DataInputStream in = root.inputWithin(System.currentTimeMillis() + timeoutMs + ANSWER_GRACE_MS);
             byte status = in.readByte();
@@ -228,9 +236,11 @@ public final class TcpBootstrap implements Bootstrap {
             }
             byte[][] all = new byte[size][];
             for (int r = 0; r < size; r++) {
-                all[r] = readFrame(in);
+                all[r] = FORMAT.read(in, MAX_FRAME_BYTES, "rank 0");
             }
             return all;
+        } catch (WireFormatException e) {
+            throw new CclException(who() + ": " + e.getMessage(), e);
         } catch (SocketTimeoutException e) {
             throw new CclException(who() + ": no answer from rank 0 to " + describe(kind, sequence) + " within "
                     + (timeoutMs + ANSWER_GRACE_MS) + " ms; rank 0 may be stuck");
@@ -269,33 +279,6 @@ public final class TcpBootstrap implements Bootstrap {
         if (size < 1 || rank < 0 || rank >= size) {
             throw new IllegalArgumentException("rank " + rank + " of " + size + " is not a valid place in a group");
         }
-    }
-
-    static void writeFrame(DataOutputStream out, byte[] data) throws IOException {
-        out.writeInt(data.length);
-        out.write(data);
-    }
-
-    static byte[] readFrame(DataInputStream in) throws IOException {
-        int length = in.readInt();
-        if (length < 0 || length > MAX_FRAME_BYTES) {
-            throw new IOException("damaged frame: length " + length);
-        }
-        // Grown as the bytes arrive rather than allocated from the length alone: a damaged or hostile
-        // length (up to 1 GiB) then costs only what was really sent before EOF or the deadline.
-        byte[] data = new byte[Math.min(length, FRAME_CHUNK_BYTES)];
-        int have = 0;
-        while (have < length) {
-            if (have == data.length) {
-                data = Arrays.copyOf(data, (int) Math.min(length, 2L * data.length));
-            }
-            int n = in.read(data, have, data.length - have);
-            if (n < 0) {
-                throw new EOFException("frame of " + length + " bytes ended after " + have);
-            }
-            have += n;
-        }
-        return data;
     }
 
     private static boolean tokensEqual(String a, String b) {
@@ -361,7 +344,7 @@ public final class TcpBootstrap implements Bootstrap {
                 for (int r = 1; r < size; r++) {
                     DataOutputStream out = joined[r].output();
                     out.writeByte(STATUS_OK);
-                    out.writeInt(MAGIC);
+                    FORMAT.write(out, new byte[0]);
                     out.flush();
                 }
                 return new TcpBootstrap(0, size, timeoutMs, joined);
@@ -393,17 +376,13 @@ public final class TcpBootstrap implements Bootstrap {
         private String admit(Connection c, Connection[] joined, long helloDeadline) {
             String from = String.valueOf(c.socket.getRemoteSocketAddress());
             try {
-                DataInputStream in = c.inputWithin(helloDeadline);
-                if (in.readInt() != MAGIC) {
-                    return "a connection from " + from + " is not a sparkccl bootstrap";
-                }
-                int version = in.readInt();
+                byte[] hello = FORMAT.read(c.inputWithin(helloDeadline), MAX_HELLO_BYTES, from);
+                DataInputStream in = new DataInputStream(new ByteArrayInputStream(hello));
                 int theirRank = in.readInt();
                 int theirSize = in.readInt();
                 String token = in.readUTF();
-                if (version != VERSION) {
-                    return "rank " + theirRank + " from " + from + " speaks bootstrap version " + version + ", rank 0 "
-                            + VERSION + ": use the same sparkccl jar everywhere";
+                if (in.available() != 0) {
+                    return "a connection from " + from + " sent a hello with " + in.available() + " bytes too many";
                 }
                 if (!tokensEqual(token, jobToken)) {
                     return "a connection from " + from + " (rank " + theirRank + ") carries another job's token";
@@ -420,6 +399,8 @@ public final class TcpBootstrap implements Bootstrap {
                 }
                 joined[theirRank] = c;
                 return null;
+            } catch (WireFormatException e) {
+                return e.getMessage();
             } catch (IOException e) {
                 return "a connection from " + from + " sent no valid hello: " + e;
             }
@@ -443,12 +424,13 @@ public final class TcpBootstrap implements Bootstrap {
         Socket socket = connectWithRetry(rendezvous, deadline, who, timeoutMs);
         Connection c = new Connection(socket);
         try {
+            ByteArrayOutputStream hello = new ByteArrayOutputStream();
+            DataOutputStream body = new DataOutputStream(hello);
+            body.writeInt(rank);
+            body.writeInt(size);
+            body.writeUTF(Objects.requireNonNull(jobToken, "jobToken"));
             DataOutputStream out = c.output();
-            out.writeInt(MAGIC);
-            out.writeInt(VERSION);
-            out.writeInt(rank);
-            out.writeInt(size);
-            out.writeUTF(Objects.requireNonNull(jobToken, "jobToken"));
+            FORMAT.write(out, hello.toByteArray());
             out.flush();
             // Rank 0 welcomes everyone once the last rank has joined, which its own timeout bounds.
             DataInputStream in = c.inputWithin(deadline + ANSWER_GRACE_MS);
@@ -456,15 +438,19 @@ public final class TcpBootstrap implements Bootstrap {
             if (status == STATUS_ERROR) {
                 throw new CclException(who + ": " + in.readUTF());
             }
-            if (status != STATUS_OK || in.readInt() != MAGIC) {
+            if (status != STATUS_OK) {
                 throw new IOException("the rendezvous answered with something that is not a sparkccl bootstrap");
             }
+            FORMAT.read(in, 0, "rank 0 at " + rendezvous);
             Connection[] connections = {c};
             return new TcpBootstrap(rank, size, timeoutMs, connections);
         } catch (SocketTimeoutException e) {
             c.close();
             throw new CclException(who + ": connected to " + rendezvous + " but the group did not form within "
                     + timeoutMs + " ms; are all " + size + " ranks running?", e);
+        } catch (WireFormatException e) {
+            c.close();
+            throw new CclException(who + ": " + e.getMessage(), e);
         } catch (IOException e) {
             c.close();
             throw new CclException(who + ": rank 0 at " + rendezvous + " dropped the connection before the group "

@@ -9,6 +9,8 @@ import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
+import org.sparkccl.core.wire.WireFormat;
+import org.sparkccl.core.wire.WireFormatException;
 
 /**
  * The first bytes on every socket-transport connection, both ways. The connecting rank sends a hello
@@ -16,13 +18,15 @@ import javax.crypto.spec.SecretKeySpec;
  * over all of it keyed by the communicator's secret (every rank derives the secret from random bytes
  * that each rank put into the one bootstrap round: nobody outside the round knows it). The accepting
  * rank checks it and answers OK with its own HMAC over the nonce (so the connecting rank knows it
- * reached a rank of its communicator), or ERROR with the reason.
+ * reached a rank of its communicator), or ERROR with the reason. The hello is a sealed
+ * {@link WireFormat} message.
  */
 final class SocketHandshake {
-    static final int MAGIC = 0x53434E54; // "SCNT"
-    static final int VERSION = 1;
+    /** Version 2: the hello sealed (body length and CRC32C). */
+    static final WireFormat HELLO = WireFormat.sealed("socket-transport hello", 0x53434E54, 2); // "SCNT"
     static final int NONCE_BYTES = 16;
     static final int MAC_BYTES = 32;
+    static final int HELLO_BODY_BYTES = 16 + NONCE_BYTES + MAC_BYTES;
     static final byte OK = 0;
     static final byte ERROR = 1;
     private static final int MAX_REASON_BYTES = 1024;
@@ -50,38 +54,32 @@ final class SocketHandshake {
         }
 
         void write(DataOutputStream out) throws IOException {
-            out.writeInt(MAGIC);
-            out.writeInt(VERSION);
-            out.writeInt(tag);
-            out.writeInt(fromRank);
-            out.writeInt(toRank);
-            out.writeInt(index);
-            out.write(nonce);
-            out.write(mac);
+            ByteBuffer body = ByteBuffer.allocate(HELLO_BODY_BYTES);
+            body.putInt(tag).putInt(fromRank).putInt(toRank).putInt(index).put(nonce).put(mac);
+            HELLO.write(out, body.array());
             out.flush();
         }
 
         /** Reads a hello; throws {@link Refused} with the reason for anything that is not a sparkccl hello of this version. */
         static Hello read(DataInputStream in) throws IOException {
-            int magic = in.readInt();
-            if (magic != MAGIC) {
-                throw new Refused("this is not a sparkccl socket-transport connection (bad magic 0x"
-                        + Integer.toHexString(magic) + ")");
+            String from = "the connecting side";
+            try {
+                ByteBuffer b = ByteBuffer.wrap(HELLO.read(in, HELLO_BODY_BYTES, from));
+                if (b.remaining() != HELLO_BODY_BYTES) {
+                    throw HELLO.malformed(from, "a body of " + b.remaining() + " bytes, expected " + HELLO_BODY_BYTES);
+                }
+                int tag = b.getInt();
+                int fromRank = b.getInt();
+                int toRank = b.getInt();
+                int index = b.getInt();
+                byte[] nonce = new byte[NONCE_BYTES];
+                b.get(nonce);
+                byte[] mac = new byte[MAC_BYTES];
+                b.get(mac);
+                return new Hello(tag, fromRank, toRank, index, nonce, mac);
+            } catch (WireFormatException e) {
+                throw new Refused(e.getMessage());
             }
-            int version = in.readInt();
-            if (version != VERSION) {
-                throw new Refused("the connecting rank speaks socket-transport version " + version + ", this rank "
-                        + VERSION + ": use the same sparkccl jar on every executor");
-            }
-            int tag = in.readInt();
-            int from = in.readInt();
-            int to = in.readInt();
-            int index = in.readInt();
-            byte[] nonce = new byte[NONCE_BYTES];
-            in.readFully(nonce);
-            byte[] mac = new byte[MAC_BYTES];
-            in.readFully(mac);
-            return new Hello(tag, from, to, index, nonce, mac);
         }
 
         boolean signedWith(byte[] secret) {

@@ -10,9 +10,12 @@ import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.sparkccl.core.wire.WireFormat;
+import org.sparkccl.core.wire.WireFormatException;
 
 /**
  * Hands one file descriptor of this process to other processes of the same host that present a
@@ -22,7 +25,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the peers some other way (a communicator's connect blob); anyone on the host can see the name in
  * /proc/net/unix and connect, so the secret is what keeps others out. {@link #fetch} is the peer's side.
  *
- * <p>Wire: the peer sends {@code "SCFD"} and the 16-byte secret; the server answers one byte, {@code K}
+ * <p>Wire: the peer sends the 16-byte secret as a sealed {@link WireFormat} message (magic {@code "SCFD"});
+ * the server answers one byte, {@code K}
  * with the descriptor attached or {@code R} (refused), and closes the connection. Peers are served one
  * at a time; one that sends nothing is dropped after {@link #PEER_TIMEOUT}.
  *
@@ -33,8 +37,9 @@ public final class DescriptorServer implements AutoCloseable {
     public static final int SECRET_BYTES = 16;
     /** How long the server waits for one peer's request before dropping it. */
     static final Duration PEER_TIMEOUT = Duration.ofSeconds(5);
-    private static final int MAGIC = 0x53434644; // "SCFD"
-    private static final int REQUEST_BYTES = 4 + SECRET_BYTES;
+    /** Version 1 was the magic and the secret, unsealed. */
+    private static final WireFormat REQUEST = WireFormat.sealed("descriptor request", 0x53434644, 2); // "SCFD"
+    private static final int REQUEST_BYTES = WireFormat.ENVELOPE_BYTES + SECRET_BYTES;
     private static final byte GRANTED = 'K';
     private static final byte REFUSED = 'R';
     /** How often the accept thread looks whether the server was closed (close also wakes it at once). */
@@ -135,9 +140,7 @@ public final class DescriptorServer implements AutoCloseable {
                 throw new IOException(e.getErrorCode() == LibC.ECONNREFUSED ? "nobody serves " + name
                         + " (its process exited or closed it)" : "cannot connect to " + name + ": " + errno(e), e);
             }
-            ByteBuffer request = ByteBuffer.allocate(REQUEST_BYTES).order(ByteOrder.BIG_ENDIAN);
-            request.putInt(MAGIC).put(secret);
-            if (!sendAll(socket, request.array())) {
+            if (!sendAll(socket, REQUEST.seal(secret))) {
                 throw new IOException(name + " closed the connection before reading the request");
             }
             return receiveDescriptor(socket, name, timeout);
@@ -248,15 +251,13 @@ public final class DescriptorServer implements AutoCloseable {
         setTimeouts(peer, PEER_TIMEOUT);
         byte[] request = new byte[REQUEST_BYTES];
         int got = receiveAll(peer, request);
-        ByteBuffer b = ByteBuffer.wrap(request).order(ByteOrder.BIG_ENDIAN);
-        if (got < REQUEST_BYTES || b.getInt(0) != MAGIC) {
-            refuse(peer, got < REQUEST_BYTES ? "a peer sent " + got + " bytes, not a request of " + REQUEST_BYTES
-                    : "a peer's request does not start with SCFD");
+        byte[] presented = new byte[SECRET_BYTES];
+        try {
+            REQUEST.open(Arrays.copyOf(request, got), SECRET_BYTES, "a peer").get(presented);
+        } catch (WireFormatException e) {
+            refuse(peer, e.getMessage());
             return;
         }
-        byte[] presented = new byte[SECRET_BYTES];
-        b.position(4);
-        b.get(presented);
         if (!MessageDigest.isEqual(presented, secret)) {
             refuse(peer, "a peer presented another secret");
             return;
@@ -390,7 +391,7 @@ public final class DescriptorServer implements AutoCloseable {
     private static boolean sendAll(int socket, byte[] bytes) {
         int sent = 0;
         while (sent < bytes.length) {
-            byte[] rest = java.util.Arrays.copyOfRange(bytes, sent, bytes.length);
+            byte[] rest = Arrays.copyOfRange(bytes, sent, bytes.length);
             try {
                 long n = LibC.send(socket, rest, rest.length, LibC.MSG_NOSIGNAL);
                 if (n <= 0) {

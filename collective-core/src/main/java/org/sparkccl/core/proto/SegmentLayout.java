@@ -1,5 +1,7 @@
 package org.sparkccl.core.proto;
 
+import org.sparkccl.core.wire.WireFormat;
+
 /**
  * Everything a rank exposes to its peers, in one region: a control block that every peer watches,
  * then the receive side of each channel ({@link ChannelLayout}).
@@ -17,10 +19,14 @@ package org.sparkccl.core.proto;
  *  after them   the one-shot all-reduce slots ({@link OneShotLayout}), if any
  *  after them   the direct all-reduce area ({@link DirectLayout}), if any
  * </pre>
+ *
+ * Peers, and GPU kernels through their own copy of it, read this block in place, so it is no sealed
+ * message: {@link #FORMAT} only checks its magic and version.
  */
 public final class SegmentLayout {
     public static final long MAGIC = 0x6c63636b72617073L; // "sparkccl" little-endian
     public static final int VERSION = 1;
+    public static final WireFormat FORMAT = WireFormat.inPlace("shared-memory segment", MAGIC, VERSION);
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 8;
     public static final int STATE_OFFSET = 12;

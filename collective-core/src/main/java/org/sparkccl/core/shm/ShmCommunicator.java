@@ -235,11 +235,8 @@ public final class ShmCommunicator implements Communicator {
             regions[p] = peerTransports[p].open(infos[p].entry(ENTRY_REGION), infos[p]);
             resources.add(regions[p]);
             AtomicBuffer control = regions[p].buffer();
-            if (control.getLong(SegmentLayout.MAGIC_OFFSET) != SegmentLayout.MAGIC
-                    || control.getInt(SegmentLayout.VERSION_OFFSET) != SegmentLayout.VERSION) {
-                throw new CclException("rank " + rank + ": the memory of rank " + p + " is not a sparkccl segment of version "
-                        + SegmentLayout.VERSION + "; use the same sparkccl jar on every executor");
-            }
+            SegmentLayout.FORMAT.checkHeader(control.getLong(SegmentLayout.MAGIC_OFFSET),
+                    control.getInt(SegmentLayout.VERSION_OFFSET), "rank " + p + " (opened by rank " + rank + ")");
             control.getAndAddLong(SegmentLayout.ATTACHED_OFFSET, 1);
             controls[p] = control;
         }

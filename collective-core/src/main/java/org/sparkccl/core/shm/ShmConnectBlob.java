@@ -1,40 +1,35 @@
 package org.sparkccl.core.shm;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
-import java.util.zip.CRC32C;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
- * What a peer needs to open a segment, in a fixed-size, versioned, big-endian form that travels
- * in the rank's description:
+ * What a peer needs to open a segment, in a fixed-size sealed {@link WireFormat} message that
+ * travels in the rank's description. The body, big-endian:
  *
  * <pre>
- *   0  int    magic "SHM1" (0x53484D31)
- *   4  int    version
- *   8  long   owner pid
- *  16  long   segment size in bytes
- *  24  byte[32] SHA-256 of the owner's host id (HostIdentity.hostId())
- *  56  byte[16] the segment's secret, also in the file's header ({@link ShmSegmentHeader})
- *  72  int    name length
- *  76  byte[64] segment name, ASCII, zero-padded
- * 140  int    CRC32C of bytes 0..139
- * 144
+ *   0  long   owner pid
+ *   8  long   segment size in bytes
+ *  16  byte[32] SHA-256 of the owner's host id (HostIdentity.hostId())
+ *  48  byte[16] the segment's secret, also in the file's header ({@link ShmSegmentHeader})
+ *  64  int    name length
+ *  68  byte[64] segment name, ASCII, zero-padded
+ * 132
  * </pre>
  *
  * Decoding refuses foreign, other-version, truncated and damaged blobs with a message that says
  * which, and never lets a blob name a file outside the sparkccl naming scheme. (Version 1 had no
- * secret.)
+ * secret; version 2 no body length, its CRC32C in the last four bytes.)
  */
 final class ShmConnectBlob {
-    static final int MAGIC = 0x53484D31;
-    static final int VERSION = 2;
-    static final int SIZE = 144;
+    static final WireFormat FORMAT = WireFormat.sealed("SHM connect blob", 0x53484D31, 3); // "SHM1"
     static final int NAME_FIELD = 64;
-    private static final int CRC_OFFSET = SIZE - 4;
+    static final int BODY_BYTES = 8 + 8 + 32 + ShmSegmentHeader.SECRET_BYTES + 4 + NAME_FIELD;
+    static final int SIZE = WireFormat.ENVELOPE_BYTES + BODY_BYTES;
 
     final long pid;
     final long bytes;
@@ -69,45 +64,16 @@ final class ShmConnectBlob {
     }
 
     byte[] encode() {
-        ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.BIG_ENDIAN);
-        b.putInt(MAGIC).putInt(VERSION).putLong(pid).putLong(bytes).put(hostDigest).put(secret);
+        ByteBuffer b = ByteBuffer.allocate(BODY_BYTES);
+        b.putLong(pid).putLong(bytes).put(hostDigest).put(secret);
         byte[] nameBytes = name.getBytes(StandardCharsets.US_ASCII);
         b.putInt(nameBytes.length).put(nameBytes);
-        CRC32C crc = new CRC32C();
-        crc.update(b.array(), 0, CRC_OFFSET);
-        b.putInt(CRC_OFFSET, (int) crc.getValue());
-        return b.array();
+        return FORMAT.seal(b.array());
     }
 
     /** Decodes a blob that {@code from} (e.g. "rank 3 (host h, pid 42)") sent. */
     static ShmConnectBlob decode(byte[] blob, String from) {
-        if (blob == null || blob.length < 8) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " is truncated ("
-                    + (blob == null ? "missing" : blob.length + " bytes") + ", expected " + SIZE + ")");
-        }
-        ByteBuffer b = ByteBuffer.wrap(blob).order(ByteOrder.BIG_ENDIAN);
-        int magic = b.getInt();
-        if (magic != MAGIC) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " is not a sparkccl SHM blob"
-                    + " (magic 0x" + Integer.toHexString(magic) + ", expected 0x" + Integer.toHexString(MAGIC)
-                    + "): it was written by another program, or by another transport");
-        }
-        int version = b.getInt();
-        if (version != VERSION) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " has version " + version
-                    + ", this rank understands version " + VERSION + ": run the same sparkccl jar on every executor");
-        }
-        if (blob.length != SIZE) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " is "
-                    + (blob.length < SIZE ? "truncated" : "too long") + " (" + blob.length + " bytes, expected "
-                    + SIZE + "): the description was damaged in transit");
-        }
-        CRC32C crc = new CRC32C();
-        crc.update(blob, 0, CRC_OFFSET);
-        if ((int) crc.getValue() != b.getInt(CRC_OFFSET)) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from
-                    + " is damaged (checksum mismatch): the description was altered in transit");
-        }
+        ByteBuffer b = FORMAT.open(blob, BODY_BYTES, from);
         long pid = b.getLong();
         long bytes = b.getLong();
         byte[] digest = new byte[32];
@@ -116,26 +82,23 @@ final class ShmConnectBlob {
         b.get(secret);
         int nameLength = b.getInt();
         if (nameLength <= 0 || nameLength > NAME_FIELD) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (name length "
-                    + nameLength + ")");
+            throw FORMAT.malformed(from, "name length " + nameLength + ", expected 1.." + NAME_FIELD);
         }
         byte[] nameBytes = new byte[nameLength];
         b.get(nameBytes);
         for (int i = nameLength; i < NAME_FIELD; i++) {
             if (b.get() != 0) {
                 // Every byte counts: a blob that decodes is the one its owner wrote, bit for bit.
-                throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (bytes after the"
-                        + " segment name are not zero)");
+                throw FORMAT.malformed(from, "the bytes after the segment name are not zero");
             }
         }
         String name = new String(nameBytes, StandardCharsets.US_ASCII);
         if (ShmSegmentName.ownerPid(name) != pid) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " names '" + name
-                    + "', which is not a sparkccl segment of pid " + pid);
+            throw FORMAT.refused(from, "it names '" + name + "', which is not a sparkccl segment of pid " + pid,
+                    "a blob may only name a segment of its owner; nothing was opened");
         }
         if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " is damaged (segment size "
-                    + bytes + ")");
+            throw FORMAT.malformed(from, "segment size " + bytes + ", expected 1 .. 2 GiB");
         }
         return new ShmConnectBlob(pid, bytes, digest, secret, name);
     }

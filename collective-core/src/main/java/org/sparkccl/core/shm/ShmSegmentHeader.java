@@ -2,21 +2,19 @@ package org.sparkccl.core.shm;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.util.Arrays;
 import org.sparkccl.core.CclException;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
  * The first page of every segment file, in front of the region that the owner and its peers map:
- *
- * <pre>
- *   0  long     magic "SCCLSHM2" (ASCII, big-endian)
- *   8  byte[16] secret: random for each segment, and carried in the segment's connect blob
- *  24  zeros to the end of the page
- * </pre>
+ * a sealed {@link WireFormat} message whose body is the segment's secret (random for each segment,
+ * and carried in the segment's connect blob), then zeros to the end of the page. (Version 2 was
+ * the magic "SCCLSHM2" and the secret, unsealed.)
  *
  * A peer reads the header through the file (it never maps it) and maps the region only when the
  * file holds the secret that the blob it was given names, as a GPU window's opener checks the
@@ -28,9 +26,9 @@ import org.sparkccl.core.CclException;
 final class ShmSegmentHeader {
     /** A whole page, so that the region behind it can be mapped at a page-aligned file offset. */
     static final int BYTES = (int) ShmTransport.PAGE_SIZE;
-    static final long MAGIC = 0x5343434c53484d32L; // "SCCLSHM2"
+    static final WireFormat FORMAT = WireFormat.sealed("SHM segment header", 0x53435348, 3); // "SCSH"
     static final int SECRET_BYTES = 16;
-    private static final int USED_BYTES = 8 + SECRET_BYTES;
+    private static final int USED_BYTES = WireFormat.ENVELOPE_BYTES + SECRET_BYTES;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private ShmSegmentHeader() {
@@ -44,8 +42,7 @@ final class ShmSegmentHeader {
 
     /** Writes the header at the start of a new segment file (whose first page is already zero). */
     static void write(FileChannel channel, byte[] secret) throws IOException {
-        ByteBuffer header = ByteBuffer.allocate(USED_BYTES).order(ByteOrder.BIG_ENDIAN);
-        header.putLong(MAGIC).put(secret).flip();
+        ByteBuffer header = ByteBuffer.wrap(FORMAT.seal(secret));
         while (header.hasRemaining()) {
             channel.write(header, header.position());
         }
@@ -56,19 +53,14 @@ final class ShmSegmentHeader {
      * {@code from} and {@code path} name the peer and the file in the error.
      */
     static void check(FileChannel channel, byte[] secret, Path path, String from) throws IOException {
-        ByteBuffer header = ByteBuffer.allocate(USED_BYTES).order(ByteOrder.BIG_ENDIAN);
+        ByteBuffer header = ByteBuffer.allocate(USED_BYTES);
         int read;
         do {
             read = channel.read(header, header.position());
         } while (read > 0 && header.hasRemaining());
-        header.flip();
-        if (header.remaining() < USED_BYTES || header.getLong() != MAGIC) {
-            throw new CclException("refused the shared memory of " + from + " (" + path + "): the file does not start"
-                    + " with a sparkccl segment header, so it was not made by this sparkccl version or was replaced;"
-                    + " nothing was mapped");
-        }
         byte[] held = new byte[SECRET_BYTES];
-        header.get(held);
+        FORMAT.open(Arrays.copyOf(header.array(), header.position()), SECRET_BYTES, from + " (" + path
+                + "; nothing was mapped)").get(held);
         checkSecret(held, secret, path, from);
     }
 

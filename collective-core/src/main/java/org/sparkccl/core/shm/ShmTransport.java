@@ -244,13 +244,13 @@ public final class ShmTransport implements MemoryTransport {
         String from = owner == null ? "a peer" : owner.toString();
         ShmConnectBlob blob = ShmConnectBlob.decode(connectBlob, from);
         if (!blob.sameHostAs(hostDigest)) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " was made on another host"
-                    + " (its host id differs from this one, " + hostId + "): shared memory connects ranks of one"
-                    + " machine only, so the descriptions were mixed up or the transport choice is wrong");
+            throw ShmConnectBlob.FORMAT.refused(from, "it was made on another host (its host id differs from this"
+                    + " one, " + hostId + ")", "shared memory connects ranks of one machine only, so the descriptions"
+                    + " were mixed up or the transport choice is wrong");
         }
         if (owner != null && owner.pid() != blob.pid) {
-            throw new IllegalArgumentException("the SHM connect blob from " + from + " names pid " + blob.pid
-                    + ", but that rank runs as pid " + owner.pid() + ": the descriptions were mixed up");
+            throw ShmConnectBlob.FORMAT.refused(from, "it names pid " + blob.pid + ", but that rank runs as pid "
+                    + owner.pid(), "the descriptions were mixed up");
         }
         String label = "segment of " + from;
         if (blob.pid == pid) {

@@ -1,7 +1,8 @@
 package org.sparkccl.core.transport;
 
-import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
+import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -10,6 +11,7 @@ import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
  * Ranks that share one JVM (threads; Spark local mode) share plain off-heap memory: no file, no
@@ -21,7 +23,9 @@ public final class LocalMemoryTransport implements MemoryTransport {
     }
 
     public static final String NAME = "LOCAL";
-    private static final int BLOB_VERSION = 1;
+    /** The body is the region's id: 16 random bytes in hex. Version 1 had no magic, length or CRC32C. */
+    private static final WireFormat BLOB = WireFormat.sealed("LOCAL connect blob", 0x53434C4D, 2); // "SCLM"
+    private static final int ID_CHARS = 32;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final Map<String, Block> BLOCKS = new ConcurrentHashMap<>();
     private static final AtomicLong OUTSTANDING = new AtomicLong();
@@ -48,7 +52,7 @@ public final class LocalMemoryTransport implements MemoryTransport {
         }
         byte[] idBytes = new byte[16];
         RANDOM.nextBytes(idBytes);
-        String id = java.util.HexFormat.of().formatHex(idBytes);
+        String id = HexFormat.of().formatHex(idBytes);
         long address = UnsafeApi.allocateMemory(bytes);
         UnsafeApi.setMemory(address, bytes, (byte) 0);
         OUTSTANDING.addAndGet(bytes);
@@ -59,13 +63,9 @@ public final class LocalMemoryTransport implements MemoryTransport {
 
     @Override
     public SharedRegion open(byte[] connectBlob, RankInfo owner) {
-        ByteBuffer b = ByteBuffer.wrap(connectBlob);
-        if (connectBlob.length != 4 + 32 || b.getInt() != BLOB_VERSION) {
-            throw new IllegalArgumentException("bad LOCAL connect blob from " + owner);
-        }
-        byte[] id = new byte[32];
-        b.get(id);
-        Block block = BLOCKS.get(new String(id, java.nio.charset.StandardCharsets.US_ASCII));
+        byte[] id = new byte[ID_CHARS];
+        BLOB.open(connectBlob, ID_CHARS, String.valueOf(owner)).get(id);
+        Block block = BLOCKS.get(new String(id, StandardCharsets.US_ASCII));
         if (block == null || !block.retain()) {
             throw new IllegalStateException("the memory of " + owner + " is gone (closed before it was opened)");
         }
@@ -146,10 +146,7 @@ public final class LocalMemoryTransport implements MemoryTransport {
 
         @Override
         public byte[] connectBlob() {
-            ByteBuffer b = ByteBuffer.allocate(4 + 32);
-            b.putInt(BLOB_VERSION);
-            b.put(block.id.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            return b.array();
+            return BLOB.seal(block.id.getBytes(StandardCharsets.US_ASCII));
         }
 
         @Override

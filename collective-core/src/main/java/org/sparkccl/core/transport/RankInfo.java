@@ -6,19 +6,22 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
  * What a rank tells its peers in the single bootstrap round: where it runs and the connect blobs of
  * the memory it exposes, keyed by transport name (a GPU backend adds its own entries). The binary
- * form is versioned and big-endian; a blob of another version or a damaged one is refused.
+ * form is a sealed {@link WireFormat}; a description of another version or a damaged one is refused.
  */
 public final class RankInfo {
-    static final int MAGIC = 0x53434331; // "SCC1"
-    static final int VERSION = 1;
+    /** Version 2: sealed (body length and CRC32C). */
+    static final WireFormat FORMAT = WireFormat.sealed("rank description", 0x53434331, 2); // "SCC1"
+    private static final int MAX_ENTRIES = 1024;
 
     private final int rank;
     private final int size;
@@ -99,8 +102,6 @@ public final class RankInfo {
     public byte[] encode() {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
-            out.writeInt(MAGIC);
-            out.writeInt(VERSION);
             out.writeInt(rank);
             out.writeInt(size);
             out.writeUTF(hostId);
@@ -115,52 +116,46 @@ public final class RankInfo {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return bytes.toByteArray();
+        return FORMAT.seal(bytes.toByteArray());
     }
 
     /** Decodes what rank {@code expectedRank} sent; refuses foreign, damaged or mismatched descriptions. */
     public static RankInfo decode(byte[] data, int expectedRank, int expectedSize) {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(data))) {
-            int magic = in.readInt();
-            if (magic != MAGIC) {
-                throw new IllegalArgumentException("the description from rank " + expectedRank
-                        + " is not a sparkccl rank description (bad magic): was it sent by another program?");
-            }
-            int version = in.readInt();
-            if (version != VERSION) {
-                throw new IllegalArgumentException("rank " + expectedRank + " runs sparkccl description version "
-                        + version + ", this rank " + VERSION + ": use the same sparkccl jar on every executor");
-            }
+        String from = "rank " + expectedRank;
+        ByteBuffer body = FORMAT.open(data, from);
+        try (DataInputStream in = new DataInputStream(
+                new ByteArrayInputStream(body.array(), body.arrayOffset(), body.remaining()))) {
             int rank = in.readInt();
             int size = in.readInt();
             if (rank != expectedRank || size != expectedSize) {
-                throw new IllegalArgumentException("description at index " + expectedRank + " says rank " + rank
-                        + " of " + size + ", expected rank " + expectedRank + " of " + expectedSize);
+                throw FORMAT.refused(from, "it says rank " + rank + " of " + size + ", expected rank " + expectedRank
+                        + " of " + expectedSize, "it belongs to another communicator or job");
             }
             String hostId = in.readUTF();
             long pid = in.readLong();
             long shmDevice = in.readLong();
             int n = in.readInt();
-            if (n < 0 || n > 1024) {
-                throw new IllegalArgumentException("damaged description from rank " + expectedRank);
+            if (n < 0 || n > MAX_ENTRIES) {
+                throw FORMAT.malformed(from, n + " entries, at most " + MAX_ENTRIES + " expected");
             }
             Map<String, byte[]> entries = new LinkedHashMap<>();
             for (int i = 0; i < n; i++) {
                 String key = in.readUTF();
                 int len = in.readInt();
-                if (len < 0 || len > data.length) {
-                    throw new IllegalArgumentException("damaged description from rank " + expectedRank);
+                if (len < 0 || len > in.available()) {
+                    throw FORMAT.malformed(from, "entry '" + key + "' of " + len + " bytes, " + in.available()
+                            + " left");
                 }
                 byte[] v = new byte[len];
                 in.readFully(v);
                 entries.put(key, v);
             }
             if (in.available() != 0) {
-                throw new IllegalArgumentException("damaged description from rank " + expectedRank + ": trailing bytes");
+                throw FORMAT.malformed(from, in.available() + " bytes after the last entry");
             }
             return new RankInfo(rank, size, hostId, pid, shmDevice, entries);
         } catch (IOException e) {
-            throw new IllegalArgumentException("damaged (truncated) description from rank " + expectedRank, e);
+            throw FORMAT.malformed(from, "its body ends inside a field (" + e + ")", e);
         }
     }
 

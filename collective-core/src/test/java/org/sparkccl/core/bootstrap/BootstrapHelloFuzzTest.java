@@ -32,8 +32,8 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  */
 class BootstrapHelloFuzzTest {
     private static final String TOKEN = "job-a-7f3c";
-    /** The hello the real rank 1 of 2 sends (TcpBootstrap.join): magic, version, rank, size, token. */
-    private static final byte[] VALID = hello(0x53434254, 1, 1, 2, TOKEN);
+    /** The hello the real rank 1 of 2 sends (TcpBootstrap.join): rank, size and token, sealed. */
+    private static final byte[] VALID = hello(1, 2, TOKEN);
 
     private TcpBootstrap.Rendezvous rendezvous;
     private InetSocketAddress address;
@@ -97,17 +97,15 @@ class BootstrapHelloFuzzTest {
         return bytes;
     }
 
-    private static byte[] hello(int magic, int version, int rank, int size, String token) {
+    private static byte[] hello(int rank, int size, String token) {
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             DataOutputStream out = new DataOutputStream(bytes);
-            out.writeInt(magic);
-            out.writeInt(version);
             out.writeInt(rank);
             out.writeInt(size);
             out.writeUTF(token);
             out.flush();
-            return bytes.toByteArray();
+            return TcpBootstrap.FORMAT.seal(bytes.toByteArray());
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }

@@ -119,7 +119,7 @@ class DescriptorServerTest {
             List<String> refusals = server.refusals();
             assertEquals(2, refusals.size(), refusals.toString());
             assertTrue(refusals.get(0).contains("another secret"), refusals.toString());
-            assertTrue(refusals.get(1).contains("sent 2 bytes"), refusals.toString());
+            assertTrue(refusals.get(1).contains("descriptor request from a peer: 2 bytes"), refusals.toString());
         }
     }
 

@@ -23,6 +23,8 @@ import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.HostIdentity;
+import org.sparkccl.core.wire.WireFormat;
+import org.sparkccl.core.wire.WireFormatException;
 
 /**
  * Random blobs, mutated blobs, and mutated blobs given a fresh checksum (so that the checks behind
@@ -35,7 +37,7 @@ import org.sparkccl.core.transport.HostIdentity;
  * {@code -Psoak} (the {@code jqwik.tries} property of the build).
  */
 class ShmConnectBlobFuzzTest {
-    private static final String FROM = "the SHM connect blob from";
+    private static final String FROM = "refused the SHM connect blob from";
     private static final int SEGMENT_BYTES = 4096;
 
     private Path directory;
@@ -80,14 +82,14 @@ class ShmConnectBlobFuzzTest {
         long start = System.nanoTime();
         RuntimeException e = assertThrows(RuntimeException.class, () -> transport.open(blob, null).close());
         String message = String.valueOf(e.getMessage());
-        // Decoding refusals (IllegalArgumentException) name the blob; a blob that decodes is refused
-        // when it is opened (CclException), naming the peer and the file: none there, another secret
-        // in it, or another size.
-        boolean clear = e instanceof IllegalArgumentException ? message.startsWith(FROM)
+        // Decoding refusals (WireFormatException) name the blob; a blob that decodes is refused when it
+        // is opened (CclException), naming the peer and the file: none there, another secret in it, or
+        // another size.
+        boolean clear = e instanceof WireFormatException ? message.startsWith(FROM)
                 : e instanceof CclException && message.contains(" of a peer") && message.contains(directory.toString());
         assertTrue(clear, "unclear refusal: " + e);
         // jqwik's report counts the checks each kind of blob reached.
-        Statistics.collect(e instanceof IllegalArgumentException ? "refused decoding"
+        Statistics.collect(e instanceof WireFormatException ? "refused decoding"
                 : message.contains("secret") ? "refused: another secret"
                 : message.contains("connect blob says") ? "refused: another size" : "refused: no such file");
         long ms = (System.nanoTime() - start) / 1_000_000;
@@ -106,13 +108,15 @@ class ShmConnectBlobFuzzTest {
             default:
                 for (int i = 1 + random.nextInt(4); i > 0; i--) {
                     // Behind magic and version when resealing: the fields only a good checksum lets through.
-                    int at = reseal ? 8 + random.nextInt(ShmConnectBlob.SIZE - 12) : random.nextInt(blob.length);
+                    int at = reseal ? 8 + random.nextInt(ShmConnectBlob.SIZE - 8 - WireFormat.CHECKSUM_BYTES)
+                            : random.nextInt(blob.length);
                     blob[at] ^= (byte) (1 + random.nextInt(255));
                 }
                 if (reseal) {
                     CRC32C crc = new CRC32C();
-                    crc.update(blob, 0, ShmConnectBlob.SIZE - 4);
-                    ByteBuffer.wrap(blob).putInt(ShmConnectBlob.SIZE - 4, (int) crc.getValue());
+                    int end = ShmConnectBlob.SIZE - WireFormat.CHECKSUM_BYTES;
+                    crc.update(blob, 0, end);
+                    ByteBuffer.wrap(blob).putInt(end, (int) crc.getValue());
                 }
                 return blob;
         }

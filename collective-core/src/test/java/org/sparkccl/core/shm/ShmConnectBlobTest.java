@@ -16,6 +16,7 @@ import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.HostIdentity;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 import org.sparkccl.core.transport.RankInfo;
+import org.sparkccl.core.wire.WireFormatException;
 
 /** Connect blobs that are foreign, of another version, another host, truncated or damaged are refused. */
 class ShmConnectBlobTest {
@@ -27,7 +28,7 @@ class ShmConnectBlobTest {
     }
 
     private String refusal(byte[] blob) {
-        return assertThrows(IllegalArgumentException.class, () -> transport.open(blob, null)).getMessage();
+        return assertThrows(WireFormatException.class, () -> transport.open(blob, null)).getMessage();
     }
 
     @Test
@@ -45,7 +46,7 @@ class ShmConnectBlobTest {
     void foreignMagicIsRefused() {
         try (LocalMemoryTransport local = new LocalMemoryTransport()) {
             var region = local.expose(64, "local");
-            assertTrue(refusal(region.connectBlob()).contains("not a sparkccl SHM blob"));
+            assertTrue(refusal(region.connectBlob()).contains("is not a sparkccl SHM connect blob"));
             region.close();
         }
     }
@@ -53,9 +54,10 @@ class ShmConnectBlobTest {
     @Test
     void otherVersionIsRefused() {
         byte[] blob = validBlob();
-        ByteBuffer.wrap(blob).putInt(4, ShmConnectBlob.VERSION + 1);
+        int other = ShmConnectBlob.FORMAT.version() + 1;
+        ByteBuffer.wrap(blob).putInt(4, other);
         String message = refusal(blob);
-        assertTrue(message.contains("version " + (ShmConnectBlob.VERSION + 1)), message);
+        assertTrue(message.contains("version " + other), message);
         assertTrue(message.contains("same sparkccl jar"), message);
     }
 
@@ -66,7 +68,7 @@ class ShmConnectBlobTest {
         assertTrue(refusal(Arrays.copyOf(blob, 4)).contains("truncated"));
         byte[] flipped = blob.clone();
         flipped[70] ^= 1;
-        assertTrue(refusal(flipped).contains("damaged"));
+        assertTrue(refusal(flipped).contains("corrupted"));
     }
 
     @Test
@@ -90,7 +92,7 @@ class ShmConnectBlobTest {
     void blobWhosePidDisagreesWithItsRankIsRefused() {
         RankInfo owner = new RankInfo(1, 2, HostIdentity.hostId(), HostIdentity.pid() + 1, HostIdentity.shmDevice(),
                 Map.of());
-        String message = assertThrows(IllegalArgumentException.class, () -> transport.open(validBlob(), owner))
+        String message = assertThrows(WireFormatException.class, () -> transport.open(validBlob(), owner))
                 .getMessage();
         assertTrue(message.contains("mixed up"), message);
     }

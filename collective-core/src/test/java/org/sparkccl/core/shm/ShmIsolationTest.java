@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.CclException;
+import org.sparkccl.core.wire.WireFormatException;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.ExposedRegion;
 import org.sparkccl.core.transport.HostIdentity;
@@ -75,7 +76,7 @@ class ShmIsolationTest {
              ExposedRegion region = transport.expose(4096, "the other job's buffers")) {
             long pretendedPid = HostIdentity.pid() + 1;
             RankInfo peer = new RankInfo(1, 2, HostIdentity.hostId(), pretendedPid, HostIdentity.shmDevice(), Map.of());
-            String message = assertThrows(IllegalArgumentException.class,
+            String message = assertThrows(WireFormatException.class,
                     () -> transport.open(region.connectBlob(), peer)).getMessage();
             assertTrue(message.contains("names pid " + HostIdentity.pid()) && message.contains("mixed up"), message);
             assertEquals(4096, transport.outstandingBytes(), "only the exposed region is open");

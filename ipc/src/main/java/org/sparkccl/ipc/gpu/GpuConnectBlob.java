@@ -1,49 +1,47 @@
 package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.HexFormat;
-import java.util.zip.CRC32C;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
- * What a peer needs to open one of this rank's GPU windows: fixed size ({@link #BYTES}), versioned,
- * big-endian. A device window is either CUDA virtual memory shared as a file descriptor (kind 3: the
- * peer fetches the descriptor from the owner's descriptor server, named by the socket id, presenting
- * the secret, and maps the whole allocation) or, where that is not available, the CUDA IPC handle of
- * its allocation's base plus an offset (kind 1); same-process peers use the raw pointer instead (a
- * handle cannot be opened by its exporter). A host window travels as a /dev/shm segment whose own
- * blob sits in another entry.
+ * What a peer needs to open one of this rank's GPU windows: a sealed {@link WireFormat} message of
+ * fixed size ({@link #BYTES}). A device window is either CUDA virtual memory shared as a file
+ * descriptor (kind 3: the peer fetches the descriptor from the owner's descriptor server, named by
+ * the socket id, presenting the secret, and maps the whole allocation) or, where that is not
+ * available, the CUDA IPC handle of its allocation's base plus an offset (kind 1); same-process
+ * peers use the raw pointer instead (a handle cannot be opened by its exporter). A host window
+ * travels as a /dev/shm segment whose own blob sits in another entry. The body, big-endian:
  *
  * <pre>
- *   0  int   magic "SCGW"          4  int   version         8  int  kind (1 device/IPC, 2 host, 3 device/fd)
- *  12  int   rank                 16  int   communicator size
- *  20  byte[32] host id (SHA-256 of HostIdentity.hostId())   52  long pid
- *  60  byte[16] device UUID       76  byte[16] PCI bus id (ASCII, zero padded)
- *  92  long  offset of the window in its allocation        100  long size of the window
- * 108  byte[16] secret (also written in the window at SECRET_OFFSET: the opener checks it there; a
+ *   0  int   kind (1 device/IPC, 2 host, 3 device/fd)     4  int   rank     8  int  communicator size
+ *  12  byte[32] host id (SHA-256 of HostIdentity.hostId())   44  long pid
+ *  52  byte[16] device UUID       68  byte[16] PCI bus id (ASCII, zero padded)
+ *  84  long  offset of the window in its allocation         92  long size of the window
+ * 100  byte[16] secret (also written in the window at SECRET_OFFSET: the opener checks it there; a
  *                 descriptor server hands the descriptor only to a peer that presents it)
- * 124  byte[64] CUDA IPC handle of the allocation (kind 1; zero otherwise)
- * 188  long  raw device address of the window (same-process peers)
- * 196  byte[16] the descriptor server's socket id (kind 3; zero otherwise)
- * 212  long  size of the allocation the peer maps (kind 3; 0 otherwise)
- * 220  zero padding
- * 252  int   CRC32C of bytes 0..251 (a damaged blob would otherwise open a wrong window)
- * 256
+ * 116  byte[64] CUDA IPC handle of the allocation (kind 1; zero otherwise)
+ * 180  long  raw device address of the window (same-process peers)
+ * 188  byte[16] the descriptor server's socket id (kind 3; zero otherwise)
+ * 204  long  size of the allocation the peer maps (kind 3; 0 otherwise)
+ * 212  zero padding to 240
  * </pre>
+ *
+ * The envelope's CRC32C matters here: a damaged blob would otherwise open a wrong window.
  */
 public final class GpuConnectBlob {
     public static final int BYTES = 256;
-    public static final int MAGIC = 0x53434757; // "SCGW"
-    public static final int VERSION = 3;
+    /** Version 4: sealed (a body length in front, the body 4 bytes later than in version 3). */
+    static final WireFormat FORMAT = WireFormat.sealed("GPU connect blob", 0x53434757, 4); // "SCGW"
     public static final int KIND_DEVICE = 1;
     public static final int KIND_HOST = 2;
     public static final int KIND_DEVICE_FD = 3;
-    private static final int PADDING_OFFSET = 220;
-    private static final int CRC_OFFSET = BYTES - 4;
+    private static final int BODY_BYTES = BYTES - WireFormat.ENVELOPE_BYTES;
+    private static final int PADDING_OFFSET = 212;
 
     public final int kind;
     public final int rank;
@@ -103,20 +101,13 @@ public final class GpuConnectBlob {
     }
 
     public byte[] encode() {
-        ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.BIG_ENDIAN);
-        b.putInt(MAGIC).putInt(VERSION).putInt(kind).putInt(rank).putInt(size);
+        ByteBuffer b = ByteBuffer.allocate(BODY_BYTES);
+        b.putInt(kind).putInt(rank).putInt(size);
         b.put(hostHash).putLong(pid).put(deviceUuid);
         byte[] bus = Arrays.copyOf(pciBusId.getBytes(StandardCharsets.US_ASCII), 16);
         b.put(bus).putLong(offset).putLong(windowBytes).put(secret).put(ipcHandle).putLong(rawAddress);
         b.put(socketId).putLong(allocationBytes);
-        b.putInt(CRC_OFFSET, crc(b.array()));
-        return b.array();
-    }
-
-    private static int crc(byte[] blob) {
-        CRC32C crc = new CRC32C();
-        crc.update(blob, 0, CRC_OFFSET);
-        return (int) crc.getValue();
+        return FORMAT.seal(b.array());
     }
 
     /**
@@ -124,41 +115,22 @@ public final class GpuConnectBlob {
      * version, from another communicator (rank or size differ) or from another machine.
      */
     public static GpuConnectBlob decode(byte[] data, int expectedRank, int expectedSize, byte[] myHostHash) {
-        String from = "the GPU connect blob of rank " + expectedRank;
-        if (data == null) {
-            throw new IllegalArgumentException(from + " is missing: does that rank run sparkccl with GPUs?");
-        }
-        if (data.length != BYTES) {
-            throw new IllegalArgumentException(from + " has " + data.length + " bytes, expected " + BYTES
-                    + ": damaged, or sent by another sparkccl version");
-        }
-        ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.BIG_ENDIAN);
-        if (b.getInt() != MAGIC) {
-            throw new IllegalArgumentException(from + " is not a sparkccl GPU blob (bad magic)");
-        }
-        int version = b.getInt();
-        if (version != VERSION) {
-            throw new IllegalArgumentException(from + " has version " + version + ", this rank " + VERSION
-                    + ": use the same sparkccl jar on every executor");
-        }
-        if (b.getInt(CRC_OFFSET) != crc(data)) {
-            throw new IllegalArgumentException(from + " is damaged (checksum mismatch): it was altered in transit");
-        }
+        String from = "rank " + expectedRank;
+        ByteBuffer b = FORMAT.open(data, BODY_BYTES, from);
         int kind = b.getInt();
         if (kind != KIND_DEVICE && kind != KIND_HOST && kind != KIND_DEVICE_FD) {
-            throw new IllegalArgumentException(from + " is damaged (window kind " + kind + ")");
+            throw FORMAT.malformed(from, "window kind " + kind);
         }
         int rank = b.getInt();
         int size = b.getInt();
         if (rank != expectedRank || size != expectedSize) {
-            throw new IllegalArgumentException(from + " was made for rank " + rank + " of " + size + ", not rank "
-                    + expectedRank + " of " + expectedSize + ": it belongs to another communicator");
+            throw FORMAT.refused(from, "it was made for rank " + rank + " of " + size + ", not rank " + expectedRank
+                    + " of " + expectedSize, "it belongs to another communicator");
         }
         byte[] host = new byte[32];
         b.get(host);
         if (!Arrays.equals(host, myHostHash)) {
-            throw new IllegalArgumentException(from + " comes from another machine: GPU transports connect ranks of one "
-                    + "host only");
+            throw FORMAT.refused(from, "it comes from another host", "GPU transports connect ranks of one host only");
         }
         long pid = b.getLong();
         byte[] uuid = new byte[16];
@@ -180,20 +152,20 @@ public final class GpuConnectBlob {
         b.get(socketId);
         long allocationBytes = b.getLong();
         if (offset < 0 || windowBytes <= 0) {
-            throw new IllegalArgumentException(from + " is damaged (offset " + offset + ", size " + windowBytes + ")");
+            throw FORMAT.malformed(from, "window offset " + offset + ", size " + windowBytes);
         }
         boolean byDescriptor = kind == KIND_DEVICE_FD;
         if (byDescriptor != (allocationBytes != 0) || byDescriptor == Arrays.equals(socketId, new byte[16])) {
-            throw new IllegalArgumentException(from + " is damaged (window kind " + kind + " with allocation size "
-                    + allocationBytes + " and " + (Arrays.equals(socketId, new byte[16]) ? "no" : "a") + " socket id)");
+            throw FORMAT.malformed(from, "window kind " + kind + " with allocation size " + allocationBytes + " and "
+                    + (Arrays.equals(socketId, new byte[16]) ? "no" : "a") + " socket id");
         }
         if (byDescriptor && (allocationBytes < 0 || offset > allocationBytes - windowBytes)) {
-            throw new IllegalArgumentException(from + " is damaged (a window of " + windowBytes + " bytes at " + offset
-                    + " in an allocation of " + allocationBytes + ")");
+            throw FORMAT.malformed(from, "a window of " + windowBytes + " bytes at " + offset + " in an allocation of "
+                    + allocationBytes);
         }
-        for (int i = PADDING_OFFSET; i < CRC_OFFSET; i++) {
-            if (data[i] != 0) {
-                throw new IllegalArgumentException(from + " is damaged (byte " + i + " of its padding is not zero)");
+        for (int i = PADDING_OFFSET; i < BODY_BYTES; i++) {
+            if (b.get(i) != 0) {
+                throw FORMAT.malformed(from, "byte " + i + " of its body, in the padding, is not zero");
             }
         }
         return new GpuConnectBlob(kind, rank, size, host, pid, uuid, new String(bus, 0, len, StandardCharsets.US_ASCII),

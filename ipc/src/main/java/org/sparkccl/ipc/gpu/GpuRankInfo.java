@@ -1,26 +1,26 @@
 package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.sparkccl.core.wire.WireFormat;
 
 /**
  * A rank's GPU as its peers need to know it: UUID, PCI bus id, whether it refuses P2P, the UUIDs of
  * the GPUs it can reach peer-to-peer ({@code cuDeviceCanAccessPeer}, seen from its own process) and
  * which of those it reaches over NVLink ({@link org.sparkccl.ipc.cuda.CudaDevice#nvLinkTo}).
- * Fixed size, versioned, big-endian: magic, version, flags, ordinal, UUID, bus id, count, 16 UUIDs,
- * then a bit mask over those UUIDs: bit i set when the i-th is over NVLink.
+ * A fixed-size sealed {@link WireFormat} message whose body, big-endian, is: flags, ordinal, UUID,
+ * bus id, count, 16 UUIDs, then a bit mask over those UUIDs: bit i set when the i-th is over NVLink.
  * Every rank decides each link's transport (and whether LL128 may run on it) from these alone, so both
  * ends decide alike.
  */
 public final class GpuRankInfo {
     public static final int MAX_PEERS = 16;
-    public static final int BYTES = 4 + 4 + 4 + 4 + 16 + 16 + 4 + MAX_PEERS * 16 + 4;
-    static final int MAGIC = 0x53434744; // "SCGD"
-    /** 2: the NVLink mask. */
-    static final int VERSION = 2;
+    private static final int BODY_BYTES = 4 + 4 + 16 + 16 + 4 + MAX_PEERS * 16 + 4;
+    public static final int BYTES = WireFormat.ENVELOPE_BYTES + BODY_BYTES;
+    /** 2: the NVLink mask; 3: sealed (body length and CRC32C). */
+    static final WireFormat FORMAT = WireFormat.sealed("GPU description", 0x53434744, 3); // "SCGD"
     static final int FLAG_P2P_DISABLED = 1;
 
     public final int ordinal;
@@ -92,32 +92,24 @@ public final class GpuRankInfo {
     }
 
     public byte[] encode() {
-        ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.BIG_ENDIAN);
-        b.putInt(MAGIC).putInt(VERSION).putInt(p2pDisabled ? FLAG_P2P_DISABLED : 0).putInt(ordinal).put(uuid);
+        ByteBuffer b = ByteBuffer.allocate(BODY_BYTES);
+        b.putInt(p2pDisabled ? FLAG_P2P_DISABLED : 0).putInt(ordinal).put(uuid);
         b.put(Arrays.copyOf(pciBusId.getBytes(java.nio.charset.StandardCharsets.US_ASCII), 16));
         b.putInt(reachable.size());
         for (byte[] u : reachable) {
             b.put(u);
         }
-        b.position(BYTES - 4);
-        b.putInt(nvLinkMask);
-        return b.array();
+        b.putInt(BODY_BYTES - 4, nvLinkMask);
+        return FORMAT.seal(b.array());
     }
 
     public static GpuRankInfo decode(byte[] data, int rank) {
+        String from = "rank " + rank;
         if (data == null) {
-            throw new IllegalArgumentException("rank " + rank + " describes no GPU: every rank of a GPU communicator "
-                    + "must be built with GpuCommunicators.create");
+            throw FORMAT.refused(from, "it is missing", "every rank of a GPU communicator must be built with"
+                    + " GpuCommunicators.create");
         }
-        ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.BIG_ENDIAN);
-        if (data.length != BYTES || b.getInt() != MAGIC) {
-            throw new IllegalArgumentException("the GPU description of rank " + rank + " is damaged");
-        }
-        int version = b.getInt();
-        if (version != VERSION) {
-            throw new IllegalArgumentException("rank " + rank + " sends GPU description version " + version
-                    + ", this rank " + VERSION + ": use the same sparkccl jar everywhere");
-        }
+        ByteBuffer b = FORMAT.open(data, BODY_BYTES, from);
         int flags = b.getInt();
         int ordinal = b.getInt();
         byte[] uuid = new byte[16];
@@ -130,7 +122,7 @@ public final class GpuRankInfo {
         }
         int n = b.getInt();
         if (n < 0 || n > MAX_PEERS) {
-            throw new IllegalArgumentException("the GPU description of rank " + rank + " is damaged");
+            throw FORMAT.malformed(from, n + " reachable GPUs, at most " + MAX_PEERS + " expected");
         }
         List<byte[]> reach = new ArrayList<>();
         for (int i = 0; i < n; i++) {
@@ -138,8 +130,7 @@ public final class GpuRankInfo {
             b.get(u);
             reach.add(u);
         }
-        b.position(BYTES - 4);
-        int nvLinks = b.getInt();
+        int nvLinks = b.getInt(BODY_BYTES - 4);
         return new GpuRankInfo(ordinal, uuid, new String(bus, 0, len, java.nio.charset.StandardCharsets.US_ASCII),
                 (flags & FLAG_P2P_DISABLED) != 0, reach, nvLinks);
     }

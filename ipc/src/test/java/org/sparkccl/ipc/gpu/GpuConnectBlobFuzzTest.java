@@ -9,6 +9,7 @@ import net.jqwik.api.Assume;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.Size;
+import org.sparkccl.core.wire.WireFormatException;
 
 /**
  * Random and mutated GPU connect blobs are refused by {@link GpuConnectBlob#decode} with a message
@@ -43,9 +44,9 @@ class GpuConnectBlobFuzzTest {
 
     private static void assertRefused(byte[] blob) {
         Assume.that(!Arrays.equals(blob, VALID) && !Arrays.equals(blob, VALID_DESCRIPTOR));
-        String message = assertThrows(IllegalArgumentException.class, () -> GpuConnectBlob.decode(blob, 2, 4, HOST))
+        String message = assertThrows(WireFormatException.class, () -> GpuConnectBlob.decode(blob, 2, 4, HOST))
                 .getMessage();
-        assertTrue(message.startsWith("the GPU connect blob of rank 2 "), message);
+        assertTrue(message.startsWith("refused the GPU connect blob from rank 2: "), message);
     }
 
     /** A valid blob cut short, lengthened, or with 1..4 bytes changed anywhere (padding included). */
