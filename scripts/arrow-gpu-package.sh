@@ -17,7 +17,7 @@ mkdir -p "$dest/lib" "$dest/test-classes"
 mvn -o -B -q package dependency:copy-dependencies -pl arrow-bridge -am -DskipTests -DincludeScope=runtime \
     -DoutputDirectory="$dest/lib"
 # arrow-bridge knows no CUDA: its GPU test brings the GPU engine (ipc, JCuda) from ipc's runtime jars.
-mvn -o -B -q dependency:copy-dependencies -pl ipc -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+mvn -o -B -q package dependency:copy-dependencies -pl ipc -am -DskipTests -DincludeScope=runtime -DoutputDirectory="$dest/lib"
 rm -f "$dest"/lib/hadoop-client-* "$dest"/lib/snappy-java-* "$dest"/lib/commons-logging-* "$dest"/lib/jsr305-* \
       "$dest"/lib/collective-core-*.jar "$dest"/lib/ipc-*.jar
 cp collective-core/target/collective-core-*.jar ipc/target/ipc-*.jar arrow-bridge/target/arrow-bridge-*.jar "$dest/lib/"

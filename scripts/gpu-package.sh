@@ -17,7 +17,7 @@ mkdir -p "$dest/lib" "$dest/test-classes"
 # sparkccl's jars up to tools (allreduce-perf, the GPU benchmark, the GPU training kernels) and the
 # two libraries tools and train add that the GPU runs use (picocli, JFreeChart).
 mvn -o -B -q package -pl tools -am -DskipTests
-mvn -o -B -q dependency:copy-dependencies -pl ipc -DincludeScope=runtime -DoutputDirectory="$dest/lib"
+mvn -o -B -q package dependency:copy-dependencies -pl ipc -am -DskipTests -DincludeScope=runtime -DoutputDirectory="$dest/lib"
 cp collective-core/target/collective-core-*.jar ipc/target/ipc-*.jar train/target/train-*.jar \
    tools/target/tools-*.jar "$dest/lib/"
 cp tools/target/lib/picocli-*.jar tools/target/lib/jfreechart-*.jar "$dest/lib/"
