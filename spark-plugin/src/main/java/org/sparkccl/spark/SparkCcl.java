@@ -13,6 +13,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.PeerFailedException;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.HostIdentity;
 
@@ -120,13 +121,14 @@ public final class SparkCcl {
         String master = env.conf().get("spark.master", "");
         ResourceInformation sparkGpu = context.resourcesJMap().get("gpu");
         GpuBinding gpu = GpuBinding.decide(rank, size, sparkGpu == null ? null : sparkGpu.addresses(),
-                SparkConfCheck.isLocalMaster(master), GpuSupportBridge.visibleDevices(),
+                SparkConfCheck.isLocalMaster(master), Engines.visibleGpus(),
                 params.get(SparkCclSettings.ALLOW_SHARED_GPU));
         if (gpu.source() == GpuBinding.Source.LOCAL_ROUND_ROBIN) {
             LOG.info("sparkccl rank {} of {}: Spark's local mode assigns no GPUs, so this rank takes GPU {}"
-                    + " (rank mod {} visible GPUs)", rank, size, gpu.address(), GpuSupportBridge.visibleDevices());
+                    + " (rank mod {} visible GPUs)", rank, size, gpu.address(), Engines.visibleGpus());
         }
-        CommunicatorFactory.Engine engineKind = CommunicatorFactory.engineFor(gpu);
+        // Every rank states its engine in its placement, so that ranks that would choose differently fail together.
+        Engines.Kind engineKind = Engines.choose(rank, gpu.hasGpu(), params);
         TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(params), HostIdentity.pid(), gpu,
                 engineKind.name());
         PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
@@ -136,7 +138,8 @@ public final class SparkCcl {
         // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.
         Communicator engine;
         try {
-            engine = CommunicatorFactory.create(engineKind, bootstrap, gpu, params, context::isInterrupted);
+            engine = Engines.create(engineKind, bootstrap, gpu.hasGpu() ? gpu.ordinal() : -1, params,
+                    context::isInterrupted);
         } catch (PeerFailedException e) {
             throw stage.explain(e);
         }

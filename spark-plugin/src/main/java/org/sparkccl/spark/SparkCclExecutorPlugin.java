@@ -6,6 +6,7 @@ import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.resource.ResourceInformation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.sparkccl.core.engine.Engines;
 
 /**
  * Executor half of the plugin: keeps the driver's sparkccl settings for this JVM's tasks, prepares
@@ -28,10 +29,10 @@ final class SparkCclExecutorPlugin implements ExecutorPlugin {
         ResourceInformation gpus = ctx.resources().get("gpu");
         if (gpus != null && gpus.addresses().length > 0) {
             // Loads the driver binding and initialises CUDA once, here rather than in the first task.
-            String reason = GpuSupportBridge.unavailableReason();
+            String reason = Engines.gpuUnavailableReason();
             if (reason == null) {
                 LOG.info("sparkccl: executor {} prepared CUDA ({} visible GPUs) for its GPUs {}", ctx.executorID(),
-                        GpuSupportBridge.visibleDevices(), String.join(",", gpus.addresses()));
+                        Engines.visibleGpus(), String.join(",", gpus.addresses()));
             } else {
                 LOG.warn("sparkccl: executor {} was given GPUs {} but cannot use them ({}); ranks will work in host memory",
                         ctx.executorID(), String.join(",", gpus.addresses()), reason);

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
+import org.sparkccl.core.engine.Engines;
 
 /**
  * {@link BarrierCancelCases} on the GPU engine (scripts/spark-gpu-test.sh runs it on the GPU machine):
@@ -39,8 +40,8 @@ class SparkGpuCancelTest extends BarrierCancelSuite {
 
     @BeforeAll
     static void start() throws Exception {
-        int gpus = GpuSupportBridge.visibleDevices();
-        assumeTrue(gpus > 0, "no usable GPU here: " + GpuSupportBridge.unavailableReason());
+        int gpus = Engines.visibleGpus();
+        assumeTrue(gpus > 0, "no usable GPU here: " + Engines.gpuUnavailableReason());
         spark = SparkSession.builder().config(GpuClusters.gpuCluster(scripts, "local-cluster[" + RANKS + ",1,4096]",
                         GpuClusters.listScript(scripts, 1), 1, 1, "1")
                 .set("spark.executor.cores", "1")

@@ -20,7 +20,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -62,7 +62,7 @@ public final class JvmFlagsChild {
     private static void host() throws Exception {
         LaunchedRank me = LaunchedRank.fromEnvironment();
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(1));
-             Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment())) {
+             Communicator comm = Engines.host(bootstrap, Params.fromEnvironment())) {
             for (long count : new long[] {1, 1009, 300_007}) {
                 ReferenceCheck check = new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, me.size(), SEED + count);
                 try (org.sparkccl.core.memory.HostStagingBuffer buffer = new org.sparkccl.core.memory.HostStagingBuffer(count * 4)) {
@@ -82,7 +82,7 @@ public final class JvmFlagsChild {
         LaunchedRank me = LaunchedRank.fromEnvironment();
         TensorLayout layout = TensorLayout.builder().add("w", 7, 4001).add("b", 13).build();
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(1));
-             Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment());
+             Communicator comm = Engines.host(bootstrap, Params.fromEnvironment());
              BufferAllocator allocator = new RootAllocator()) {
             try (GradientBuffer plain = GradientBuffer.allocate(allocator, layout);
                  GradientBuffer shared = GradientBuffer.allocate(allocator, "shared", layout, ElementType.FLOAT32,

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.tools.launch.LaunchResult;
 import org.sparkccl.tools.launch.RankLauncher;
+import org.sparkccl.core.engine.Engines;
 
 /**
  * sparkccl in JVMs started as Spark starts its executors and drivers: with Spark's own JVM options
@@ -69,7 +70,7 @@ class JvmFlagsTest {
     @Test
     @Tag("gpu")
     void gpuCommunicatorWithSparksOptions() {
-        assumeTrue(GpuSupportBridge.visibleDevices() > 0, "no usable GPU: " + GpuSupportBridge.unavailableReason());
+        assumeTrue(Engines.visibleGpus() > 0, "no usable GPU: " + Engines.gpuUnavailableReason());
         launch(SPARK_OPTIONS, "gpu");
     }
 

@@ -51,6 +51,7 @@ import org.sparkccl.train.PreparedData;
 import org.sparkccl.train.TrainConfig;
 import org.sparkccl.train.TrainResult;
 import org.sparkccl.train.TrainingData;
+import org.sparkccl.core.engine.Engines;
 
 /**
  * Spark on real GPUs, as users run it (scripts/spark-gpu-test.sh runs this on the GPU machine, in a
@@ -70,8 +71,8 @@ class SparkGpuTest {
     private static final int BENCH_BYTES = 64 << 20;
 
     private static int visibleGpus() {
-        int n = GpuSupportBridge.visibleDevices();
-        assumeTrue(n > 0, "no usable GPU here: " + GpuSupportBridge.unavailableReason());
+        int n = Engines.visibleGpus();
+        assumeTrue(n > 0, "no usable GPU here: " + Engines.gpuUnavailableReason());
         return n;
     }
 

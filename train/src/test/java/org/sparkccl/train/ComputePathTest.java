@@ -14,7 +14,7 @@ import org.sparkccl.core.Communicator;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.train.gpu.GpuNetwork;
 import org.sparkccl.train.gpu.GpuOptimizer;
 
@@ -84,7 +84,7 @@ class ComputePathTest {
                 null, 1, false, Map.of());
         FeatureBatch data = FeatureBatch.of(2, 3, new float[] {0.5f, -1, 2, 1, 0.25f, -0.5f}, new float[] {0, 1});
         ThreadGroupBootstrap bootstrap = new ThreadGroupBootstrap.Group(1).member(0);
-        try (Communicator comm = Communicators.host(bootstrap, Params.defaults());
+        try (Communicator comm = Engines.host(bootstrap, Params.defaults());
              BufferAllocator allocator = new RootAllocator()) {
             RuntimeException e = assertThrows(RuntimeException.class, () -> StepEngines.gpu(comm, 0)
                     .open(config, new Shard(data, 0, 1, 2), 2, StepCollectives.over(comm), allocator));

@@ -23,7 +23,7 @@ import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 
 /** The training math and the data-parallel loop, without Spark: ranks are threads over a TCP bootstrap. */
 class TrainerTest {
@@ -160,7 +160,7 @@ class TrainerTest {
                     FeatureBatch batch = TrainingData.batch(mine.iterator(), STATS);
                     try (Bootstrap bootstrap = rank == 0 ? rendezvous.awaitRanks()
                             : TcpBootstrap.connect(address, rank, n, TIMEOUT, "train");
-                         Communicator comm = Communicators.host(bootstrap, Params.defaults());
+                         Communicator comm = Engines.host(bootstrap, Params.defaults());
                          BufferAllocator allocator = new RootAllocator()) {
                         return new Trainer(config, new Shard(batch, rank, n, DIGITS.size()), DIGITS.size())
                                 .run(StepCollectives.over(comm), allocator);

@@ -21,7 +21,6 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
 import org.sparkccl.core.proto.Protocol;
-import org.sparkccl.core.reduce.Reduction;
 import org.sparkccl.core.transport.MemoryTransport;
 import org.sparkccl.core.transport.RankInfo;
 
@@ -124,34 +123,29 @@ public final class TwoLevelCommunicator implements Communicator {
     @Override
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
         CollectiveHeader call = start(Kind.ALL_REDUCE, type, op, 0, count);
-        int es = type.size();
-        int perHost = byHost[0].length;
-        long shard = count / perHost;
-        long tail = count - shard * perHost;
-        // AVG: sums at both levels, one division at the end (as the ring divides once).
-        ReduceOp levelOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-        if (log.infoEnabled(Subsys.COLL)) {
-            log.info(Subsys.COLL, "allReduce (count %d, %s, %s) two-level: shards of %d over TCP, tail of %d", count,
-                    type.ncclName(), op.ncclName(), shard, tail);
-        }
         try {
             checkInside(call);
-            if (shard > 0) {
-                long mine = recv + local * shard * es;
-                inHost(() -> inside.reduceScatter(send, mine, shard, type, levelOp));
-                across.partOf(call);
-                across.allReduce(mine, mine, shard, type, levelOp);
-                finishAverage(op, type, mine, shard);
-                inHost(() -> inside.allGather(mine, recv, shard, type));
-            }
-            if (tail > 0) {
-                // The last count mod L elements do not split into equal shards: every rank reduces them whole.
-                long at = shard * perHost * es;
-                inHost(() -> inside.allReduce(send + at, recv + at, tail, type, levelOp));
-                across.partOf(call);
-                across.allReduce(recv + at, recv + at, tail, type, levelOp);
-                finishAverage(op, type, recv + at, tail);
-            }
+            TwoLevelSchedule.allReduce(new TwoLevelSchedule.Steps() {
+                @Override
+                public void reduceScatterInHost(long from, long to, long n, DataType t, ReduceOp o) {
+                    inHost(() -> inside.reduceScatter(from, to, n, t, o));
+                }
+
+                @Override
+                public void allGatherInHost(long from, long to, long n, DataType t) {
+                    inHost(() -> inside.allGather(from, to, n, t));
+                }
+
+                @Override
+                public void allReduceInHost(long from, long to, long n, DataType t, ReduceOp o) {
+                    inHost(() -> inside.allReduce(from, to, n, t, o));
+                }
+
+                @Override
+                public void allReduceAcross(long data, long n, DataType t, ReduceOp o) {
+                    TwoLevelSchedule.acrossHosts(across, call, data, n, t, o, size);
+                }
+            }, byHost[0].length, local, send, recv, count, type, op, "two-level", log);
         } catch (RuntimeException e) {
             abort(e);
             throw inCall(e, "allReduce (count " + count + ", " + type.ncclName() + ", " + op.ncclName() + ")");
@@ -163,12 +157,6 @@ public final class TwoLevelCommunicator implements Communicator {
         String message = "rank " + rank + ": two-level " + call + " failed: " + e.getMessage();
         return e instanceof PeerFailedException ? new PeerFailedException(((PeerFailedException) e).failedRank(), message, e)
                 : e.getClass() == CclException.class ? new CclException(message, e) : e;
-    }
-
-    private void finishAverage(ReduceOp op, DataType type, long data, long count) {
-        if (op == ReduceOp.AVG) {
-            Reduction.divide(type, data, count, size);
-        }
     }
 
     @Override

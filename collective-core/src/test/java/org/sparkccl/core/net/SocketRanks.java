@@ -1,6 +1,6 @@
 package org.sparkccl.core.net;
 
-import org.sparkccl.core.engine.HostEngines;
+import org.sparkccl.core.engine.Engines;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
@@ -15,7 +15,7 @@ import org.sparkccl.core.transport.LocalMemoryTransport;
 
 /**
  * Ranks as threads of this JVM, each pretending to be on the host {@code hostOf.apply(rank)}, built
- * through {@link HostEngines} with sockets on 127.0.0.1: ranks on one pretend host share LOCAL memory.
+ * through {@link Engines} with sockets on 127.0.0.1: ranks on one pretend host share LOCAL memory.
  */
 final class SocketRanks {
     interface Body {
@@ -43,7 +43,7 @@ final class SocketRanks {
     static void run(int n, IntFunction<String> hostOf, Map<String, String> settings, Body body) throws Exception {
         new ThreadGroupBootstrap.Group(n, Duration.ofSeconds(30)).run(bootstrap -> {
             Params params = params(hostOf.apply(bootstrap.rank()), settings);
-            try (Communicator comm = HostEngines.create(bootstrap, r -> List.of(new LocalMemoryTransport()), params,
+            try (Communicator comm = Engines.host(bootstrap, r -> List.of(new LocalMemoryTransport()), params,
                     () -> false)) {
                 body.run(comm);
             }

@@ -253,7 +253,7 @@ public final class GpuCommunicator implements Communicator {
             if (!infos[r].sameHost(infos[rank])) {
                 throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
                         + "): GpuCommunicators.create connects GPUs of one machine only; build the communicator with"
-                        + " GpuEngines.create (Spark does) to span hosts");
+                        + " core's Engines.gpu (Spark does) to span hosts");
             }
         }
         int sharingGpu = 0;

@@ -5,7 +5,11 @@ import org.sparkccl.core.Bootstrap;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.GpuSupport;
 
-/** Builds GPU communicators; the entry point for tools, tests and the Spark plugin. */
+/**
+ * Builds the GPU engine over the ranks of one host, typed, for code that uses its own calls (the
+ * stream-ordered ones, its device and stream). Over one host or several, and to choose between the
+ * GPU and host engines, use core's {@link org.sparkccl.core.engine.Engines}.
+ */
 public final class GpuCommunicators {
     private GpuCommunicators() {
     }
@@ -30,10 +34,5 @@ public final class GpuCommunicators {
     public static GpuCommunicator create(Bootstrap bootstrap, int deviceOrdinal, Params params, BooleanSupplier cancelled) {
         GpuSupport.require();
         return GpuCommunicator.create(bootstrap, deviceOrdinal, params, cancelled);
-    }
-
-    /** Null when GPUs can be used here, otherwise why not. */
-    public static String unavailableReason() {
-        return GpuSupport.unavailableReason();
     }
 }

@@ -18,6 +18,7 @@ import org.sparkccl.core.net.HostLayout;
 import org.sparkccl.core.net.SocketCommunicator;
 import org.sparkccl.core.net.SocketListener;
 import org.sparkccl.core.net.TwoLevelCommunicator;
+import org.sparkccl.core.net.TwoLevelSchedule;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
@@ -165,30 +166,29 @@ public final class GpuTwoLevelCommunicator implements Communicator {
     @Override
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
         CollectiveHeader call = start(Kind.ALL_REDUCE, type, op, 0, count);
-        int es = type.size();
-        int perHost = hostRanks.length;
-        long shard = count / perHost;
-        long tail = count - shard * perHost;
-        // AVG: sums at both levels, one division in pinned memory before the copy back.
-        ReduceOp levelOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-        if (log.infoEnabled(Subsys.COLL)) {
-            log.info(Subsys.COLL, "allReduce (count %d, %s, %s) two-level GPU: shards of %d over TCP, tail of %d", count,
-                    type.ncclName(), op.ncclName(), shard, tail);
-        }
         try {
             checkInside(call);
-            if (shard > 0) {
-                long mine = recv + local * shard * es;
-                inHost(() -> inside.reduceScatter(send, mine, shard, type, levelOp));
-                acrossInPieces(call, mine, shard, type, op);
-                inHost(() -> inside.allGather(mine, recv, shard, type));
-            }
-            if (tail > 0) {
-                // The last count mod L elements do not split into equal shards: every rank reduces them whole.
-                long at = shard * perHost * es;
-                inHost(() -> inside.allReduce(send + at, recv + at, tail, type, levelOp));
-                acrossInPieces(call, recv + at, tail, type, op);
-            }
+            TwoLevelSchedule.allReduce(new TwoLevelSchedule.Steps() {
+                @Override
+                public void reduceScatterInHost(long from, long to, long n, DataType t, ReduceOp o) {
+                    inHost(() -> inside.reduceScatter(from, to, n, t, o));
+                }
+
+                @Override
+                public void allGatherInHost(long from, long to, long n, DataType t) {
+                    inHost(() -> inside.allGather(from, to, n, t));
+                }
+
+                @Override
+                public void allReduceInHost(long from, long to, long n, DataType t, ReduceOp o) {
+                    inHost(() -> inside.allReduce(from, to, n, t, o));
+                }
+
+                @Override
+                public void allReduceAcross(long data, long n, DataType t, ReduceOp o) {
+                    acrossInPieces(call, data, n, t, o);
+                }
+            }, hostRanks.length, local, send, recv, count, type, op, "two-level GPU", log);
         } catch (RuntimeException e) {
             throw failed(e, call);
         }
@@ -196,21 +196,16 @@ public final class GpuTwoLevelCommunicator implements Communicator {
 
     /**
      * All-reduces {@code count} elements of device memory at {@code data} on this rank's cross-host ring,
-     * piece by piece through pinned memory (AVG: the sum, divided by the communicator's size).
+     * piece by piece through pinned memory (AVG: the sum, divided by the communicator's size, there).
      */
     private void acrossInPieces(CollectiveHeader call, long data, long count, DataType type, ReduceOp op) {
         int es = type.size();
         long piece = PIECE_BYTES / es;
-        ReduceOp levelOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         for (long at = 0; at < count; at += piece) {
             long n = Math.min(piece, count - at);
             long bytes = n * es;
             toHost(data + at * es, pinnedIn.address(), bytes);
-            across.partOf(call);
-            across.allReduce(pinnedIn.address(), pinnedIn.address(), n, type, levelOp);
-            if (op == ReduceOp.AVG) {
-                Reduction.divide(type, pinnedIn.address(), n, size);
-            }
+            TwoLevelSchedule.acrossHosts(across, call, pinnedIn.address(), n, type, op, size);
             toDevice(pinnedIn.address(), data + at * es, bytes);
         }
     }
@@ -228,7 +223,7 @@ public final class GpuTwoLevelCommunicator implements Communicator {
         int hosts = layout.hosts();
         int perHost = hostRanks.length;
         int[][] byHost = layout.byHost();
-        ReduceOp levelOp = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+        ReduceOp levelOp = TwoLevelSchedule.levelOp(op);
         long piece = PIECE_BYTES / ((long) size * es);
         try {
             checkInside(call);

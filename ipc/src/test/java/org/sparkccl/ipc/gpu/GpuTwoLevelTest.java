@@ -21,6 +21,7 @@ import org.sparkccl.core.memory.HostStagingBuffer;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.core.net.SocketCommunicator;
 import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaStream;
@@ -28,7 +29,7 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 
 /**
  * GPU ranks on pretend hosts (SPARKCCL_HOST_ID per rank; ranks as threads of this JVM, sockets on
- * 127.0.0.1), built through {@link GpuEngines}: every type and op against the float64 reference on
+ * 127.0.0.1), built through {@link Engines}: every type and op against the float64 reference on
  * random data at odd counts, sizes that take several pieces of the pinned hop, the other collectives,
  * one-rank-per-host and uneven layouts, and ranks that disagree failing on every rank.
  */
@@ -50,7 +51,7 @@ class GpuTwoLevelTest {
             int rank = bootstrap.rank();
             Params params = GpuTestSupport.params("SPARKCCL_SOCKET_ADDRESS", "127.0.0.1", "SPARKCCL_NCHANNELS", "8")
                     .withOverrides(Map.of("SPARKCCL_HOST_ID", hostOf.apply(rank)));
-            try (Communicator built = GpuEngines.create(bootstrap, rank % gpus, params, () -> false)) {
+            try (Communicator built = Engines.gpu(bootstrap, rank % gpus, params, () -> false)) {
                 GpuTwoLevelCommunicator comm = (GpuTwoLevelCommunicator) built;
                 if (rank == 0) {
                     System.out.println(n + " ranks: " + comm.describeLinks());

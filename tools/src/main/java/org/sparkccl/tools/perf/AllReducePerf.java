@@ -25,11 +25,8 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
-import org.sparkccl.ipc.cuda.GpuSupport;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
-import org.sparkccl.ipc.gpu.GpuCommunicators;
-import org.sparkccl.ipc.gpu.GpuEngines;
 import org.sparkccl.ipc.gpu.GpuTwoLevelCommunicator;
 import org.sparkccl.tools.launch.CpuBinding;
 import org.sparkccl.tools.launch.LaunchResult;
@@ -257,12 +254,12 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         switch (device.toLowerCase(Locale.ROOT)) {
             case "auto":
-                device = GpuCommunicators.unavailableReason() == null ? "gpu" : "cpu";
+                device = Engines.gpuUnavailableReason() == null ? "gpu" : "cpu";
                 break;
             case "cpu":
                 break;
             case "gpu":
-                String why = GpuCommunicators.unavailableReason();
+                String why = Engines.gpuUnavailableReason();
                 if (why != null) {
                     throw bad("--device gpu: " + why + "; use --device cpu");
                 }
@@ -330,9 +327,8 @@ public final class AllReducePerf implements Callable<Integer> {
         }
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
-            int ordinal = gpu ? me.rank() % Math.min(ranks, GpuSupport.deviceCount()) : me.rank();
-            try (Communicator comm = gpu ? GpuEngines.create(bootstrap, ordinal, params, () -> false)
-                    : communicator(bootstrap, params);
+            int ordinal = gpu ? me.rank() % Math.min(ranks, Engines.visibleGpus()) : me.rank();
+            try (Communicator comm = communicator(bootstrap, gpu, ordinal, params);
                  PerfMemory memory = gpu ? deviceMemory(comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
                  HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null;
@@ -400,11 +396,12 @@ public final class AllReducePerf implements Callable<Integer> {
         return environment.withOverrides(overrides);
     }
 
-    private Communicator communicator(Bootstrap bootstrap, Params params) {
-        if (transport.equalsIgnoreCase("shm")) {
+    /** The engine under test: the shared-memory one alone for {@code --transport shm} on the CPU, else as chosen. */
+    private Communicator communicator(Bootstrap bootstrap, boolean gpu, int ordinal, Params params) {
+        if (!gpu && transport.equalsIgnoreCase("shm")) {
             return ShmCommunicator.create(bootstrap, List.of(new ShmTransport(params)), params);
         }
-        return Communicators.host(bootstrap, params);
+        return Engines.create(gpu ? Engines.Kind.GPU : Engines.Kind.HOST, bootstrap, ordinal, params, () -> false);
     }
 
     /** nccl-tests' "Using devices" lines, one per rank, gathered through the bootstrap. */

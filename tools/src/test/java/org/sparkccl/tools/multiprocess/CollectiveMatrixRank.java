@@ -13,7 +13,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -87,7 +87,7 @@ public final class CollectiveMatrixRank {
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(2))) {
             for (String proto : PROTOCOLS) {
                 Params params = Params.fromEnvironment().withOverrides(Map.of("SPARKCCL_PROTO", proto));
-                try (Communicator comm = Communicators.host(bootstrap, params)) {
+                try (Communicator comm = Engines.host(bootstrap, params)) {
                     CollectiveMatrixRank matrix = new CollectiveMatrixRank(comm, proto, sendBuffer, recvBuffer);
                     matrix.run(large);
                     wrong += matrix.wrongTotal;

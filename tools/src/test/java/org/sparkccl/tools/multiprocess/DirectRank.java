@@ -14,7 +14,7 @@ import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 import org.sparkccl.core.shm.ShmTransport;
 
@@ -45,7 +45,7 @@ public final class DirectRank {
             Params direct = Params.fromEnvironment().withOverrides(Map.of(
                     "SPARKCCL_ALGO", "Direct", "SPARKCCL_TIMEOUT_MS", "60000"));
             long max = 4 * LARGE;
-            try (Communicator comm = Communicators.host(bootstrap, direct);
+            try (Communicator comm = Engines.host(bootstrap, direct);
                  SharedBuffer shared = comm.allocateShared(2 * max + 4096);
                  HostStagingBuffer expected = new HostStagingBuffer(max);
                  HostStagingBuffer scratch = new HostStagingBuffer(max)) {
@@ -65,7 +65,7 @@ public final class DirectRank {
                 wrongTotal += runCase(comm, "float/sum/" + LARGE + "/out", DataType.FLOAT32, ReduceOp.SUM, LARGE, send,
                         recv, expected.address(), scratch.address());
             }
-            try (Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment().withOverrides(
+            try (Communicator comm = Engines.host(bootstrap, Params.fromEnvironment().withOverrides(
                     Map.of("SPARKCCL_TIMEOUT_MS", "60000")));
                  SharedBuffer shared = comm.allocateShared(400_000);
                  HostStagingBuffer plain = new HostStagingBuffer(400_000)) {

@@ -11,7 +11,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -50,7 +50,7 @@ public final class FaultRank {
 
     private static int kill(TcpBootstrap bootstrap, int victim, int count, boolean shared) throws InterruptedException {
         int rank = bootstrap.rank();
-        Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment());
+        Communicator comm = Engines.host(bootstrap, Params.fromEnvironment());
         ByteBuffer buffer = BufferUtil.allocateDirectAligned(count * 4, 64);
         long address = shared ? comm.allocateShared(count * 4L).address() : BufferUtil.address(buffer);
         new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, bootstrap.size(), 1).fillInput(rank, address, 0, count);
@@ -93,7 +93,7 @@ public final class FaultRank {
         long address = BufferUtil.address(buffer);
         int caught = 0;
         for (String variant : new String[] {"count", "type"}) {
-            Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment());
+            Communicator comm = Engines.host(bootstrap, Params.fromEnvironment());
             try {
                 comm.allReduce(address, address, count, DataType.FLOAT32, ReduceOp.SUM); // agreed: works
                 long myCount = rank == last && variant.equals("count") ? count + 1 : count;

@@ -8,6 +8,7 @@ import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
@@ -15,7 +16,6 @@ import org.sparkccl.ipc.cuda.PinnedHostBuffer;
 import org.sparkccl.ipc.cuda.ShareableDeviceMemory;
 import org.sparkccl.ipc.gpu.GpuCommunicator;
 import org.sparkccl.ipc.gpu.GpuCommunicators;
-import org.sparkccl.ipc.gpu.GpuEngines;
 import org.sparkccl.ipc.gpu.GpuTwoLevelCommunicator;
 import org.sparkccl.tools.launch.LaunchedRank;
 
@@ -32,7 +32,7 @@ import org.sparkccl.tools.launch.LaunchedRank;
  * reaches its peer. Args: {@code seed [counts [pretend-hosts]]}: counts (comma-separated element
  * counts, cycled; empty for the default mix) replace the default mix, e.g. only 16 MB Simple calls;
  * with {@code pretend-hosts}, rank r says it runs on host r / 2 ({@code SPARKCCL_HOST_ID}), the
- * communicator is built through {@link GpuEngines} (two-level across the pretend hosts), and the
+ * communicator is built through {@link Engines} (two-level across the pretend hosts), and the
  * victim's delay counts from when its communicator is built, so that it dies in a collective.
  */
 public final class GpuKillRank {
@@ -63,7 +63,7 @@ public final class GpuKillRank {
                 params = params.withOverrides(java.util.Map.of("SPARKCCL_HOST_ID", "kill-host-" + me.rank() / 2,
                         "SPARKCCL_SOCKET_ADDRESS", "127.0.0.1"));
             }
-            try (Communicator comm = pretendHosts ? GpuEngines.create(bootstrap, ordinal, params, () -> false)
+            try (Communicator comm = pretendHosts ? Engines.gpu(bootstrap, ordinal, params, () -> false)
                     : GpuCommunicators.create(bootstrap, ordinal, params);
                  DeviceBuffer buffer = DeviceBuffer.allocate(device, java.util.Arrays.stream(counts).max().getAsLong() * 4,
                          "kill trial")) {

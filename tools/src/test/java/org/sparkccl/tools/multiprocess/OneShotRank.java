@@ -12,7 +12,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -48,7 +48,7 @@ public final class OneShotRank {
         long recv = BufferUtil.address(recvBuffer);
         long wrongTotal = 0;
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(2))) {
-            try (Communicator comm = Communicators.host(bootstrap, params)) {
+            try (Communicator comm = Engines.host(bootstrap, params)) {
                 for (DataType type : DataType.values()) {
                     for (ReduceOp op : ReduceOp.values()) {
                         int at = THRESHOLD / type.size();
@@ -74,7 +74,7 @@ public final class OneShotRank {
                 wrongTotal += reuseWrong;
                 System.out.println("REUSE " + REUSE_CALLS + " wrong=" + reuseWrong);
             }
-            try (Communicator comm = Communicators.host(bootstrap, params)) {
+            try (Communicator comm = Engines.host(bootstrap, params)) {
                 comm.allReduce(send, recv, 10, DataType.FLOAT32, ReduceOp.SUM); // agreed: works
                 long count = rank == n - 1 ? THRESHOLD / 4 + 1 : THRESHOLD / 4; // ring on the last rank only
                 comm.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);

@@ -13,7 +13,7 @@ import org.sparkccl.core.check.CollectiveCheck;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.net.SocketCommunicator;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -52,7 +52,7 @@ public final class SocketRank {
 
     private static int matrix(TcpBootstrap bootstrap, Params params) {
         CollectiveCheck check = new CollectiveCheck(7, System.err);
-        try (Communicator comm = Communicators.host(bootstrap, params)) {
+        try (Communicator comm = Engines.host(bootstrap, params)) {
             System.out.println("ENGINE " + comm.getClass().getSimpleName());
             check.runAll(comm, new long[] {7, 1001}, 4099);
             // Several loops of the ring, slots and connections:
@@ -68,7 +68,7 @@ public final class SocketRank {
     private static int kill(TcpBootstrap bootstrap, Params params, int victim) {
         int rank = bootstrap.rank();
         int count = 1 << 20;
-        try (Communicator comm = Communicators.host(bootstrap, params);
+        try (Communicator comm = Engines.host(bootstrap, params);
              HostStagingBuffer data = new HostStagingBuffer(count * 4L)) {
             new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, bootstrap.size(), 1).fillInput(rank, data.address(), 0, count);
             try {

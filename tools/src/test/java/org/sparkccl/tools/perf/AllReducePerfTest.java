@@ -42,7 +42,7 @@ class AllReducePerfTest {
 
     @Test
     void unavailableDeviceAndTransportFailWithAClearMessage() {
-        if (org.sparkccl.ipc.gpu.GpuCommunicators.unavailableReason() != null) {
+        if (org.sparkccl.core.engine.Engines.gpuUnavailableReason() != null) {
             // No usable GPU here (CI, development machines): the reason, and what to use instead.
             Run gpu = run("--device", "gpu");
             assertEquals(2, gpu.code);

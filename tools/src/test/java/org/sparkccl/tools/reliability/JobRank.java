@@ -10,7 +10,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -30,7 +30,7 @@ public final class JobRank {
         int count = 65_537;
         LaunchedRank me = LaunchedRank.fromEnvironment();
         try (TcpBootstrap bootstrap = me.bootstrap(Duration.ofMinutes(2));
-             Communicator comm = Communicators.host(bootstrap, Params.fromEnvironment())) {
+             Communicator comm = Engines.host(bootstrap, Params.fromEnvironment())) {
             ByteBuffer plain = BufferUtil.allocateDirectAligned(count * 4, 64);
             long shared = comm.allocateShared(count * 4L).address();
             for (int round = 0; round < rounds; round++) {

@@ -12,7 +12,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.LaunchedRank;
 
 /**
@@ -44,7 +44,7 @@ public final class KillRank {
                 if (isVictim && point == KillPoint.CONNECT) {
                     killMyself(random.nextInt(300));
                 }
-                comm = Communicators.host(bootstrap, Params.fromEnvironment());
+                comm = Engines.host(bootstrap, Params.fromEnvironment());
                 phase = "allReduce";
                 loop(comm, point, isVictim, random);
             } catch (RuntimeException e) {

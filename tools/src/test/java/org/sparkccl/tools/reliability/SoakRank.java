@@ -19,7 +19,7 @@ import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.GpuSupport;
@@ -92,7 +92,7 @@ public final class SoakRank {
                 for (String[] s : settings) {
                     Params params = Params.fromEnvironment().withOverrides(Map.of("SPARKCCL_ALGO", s[0], "SPARKCCL_PROTO", s[1]));
                     comms.add(gpu ? GpuCommunicators.create(bootstrap, device.ordinal(), params)
-                            : Communicators.host(bootstrap, params));
+                            : Engines.host(bootstrap, params));
                     names.add(s[0] + "/" + s[1]);
                 }
                 // Host: plain memory for every communicator but the last (direct), which needs shared buffers.

@@ -21,7 +21,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;
 import org.sparkccl.core.param.Params;
-import org.sparkccl.core.engine.Communicators;
+import org.sparkccl.core.engine.Engines;
 import org.sparkccl.tools.launch.CpuBinding;
 
 /**
@@ -46,7 +46,7 @@ class HostRingsFromTopologyFileTest {
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         List<String> rings = new ThreadGroupBootstrap.Group(RANKS, Duration.ofSeconds(60)).run(bootstrap -> {
             assertNull(CpuBinding.bindCallingThread(bootstrap.rank() % 2 == 0 ? cpuA : cpuB));
-            try (Communicator comm = Communicators.host(bootstrap, params);
+            try (Communicator comm = Engines.host(bootstrap, params);
                  HostStagingBuffer send = new HostStagingBuffer(COUNT * RANKS * 4);
                  HostStagingBuffer recv = new HostStagingBuffer(COUNT * RANKS * 4)) {
                 check(failures, comm, "allreduce", ReduceOp.SUM, (c, s, r) -> c.allReduce(s, r, COUNT, DataType.FLOAT32,

@@ -1,4 +1,4 @@
-package org.sparkccl.ipc.gpu;
+package org.sparkccl.core.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,10 +12,11 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.core.transport.RankInfo;
 
 /**
- * The GPU engines' decision, from the round's descriptions alone (no GPU needed): one host keeps the
- * GPU communicator; even hosts run two-level over the hosts; uneven hosts one ring over every rank.
+ * The GPU engine's layout as {@link Engines} decides it, from the round's descriptions alone (no GPU
+ * needed): one host keeps the GPU communicator; even hosts run two-level over the hosts; uneven hosts
+ * one ring over every rank.
  */
-class GpuEnginesLayoutTest {
+class GpuLayoutTest {
     private static RankInfo[] ranksOn(String... hosts) {
         RankInfo[] all = new RankInfo[hosts.length];
         for (int r = 0; r < hosts.length; r++) {
@@ -28,19 +29,19 @@ class GpuEnginesLayoutTest {
 
     @Test
     void oneHostKeepsTheGpuCommunicator() {
-        assertTrue(GpuEngines.oneHost(Arrays.asList(ranksOn("a", "a", "a"))));
-        assertFalse(GpuEngines.oneHost(Arrays.asList(ranksOn("a", "a", "b"))));
+        assertTrue(Engines.oneHost(Arrays.asList(ranksOn("a", "a", "a"))));
+        assertFalse(Engines.oneHost(Arrays.asList(ranksOn("a", "a", "b"))));
     }
 
     @Test
     void evenHostsRunTwoLevelOverTheHosts() {
-        assertArrayEquals(new int[][] {{0, 1}, {2, 3}}, GpuEngines.layout(ranksOn("a", "a", "b", "b"), LOG).byHost());
-        assertArrayEquals(new int[][] {{0}, {1}}, GpuEngines.layout(ranksOn("a", "b"), LOG).byHost(),
+        assertArrayEquals(new int[][] {{0, 1}, {2, 3}}, Engines.gpuLayout(ranksOn("a", "a", "b", "b"), LOG).byHost());
+        assertArrayEquals(new int[][] {{0}, {1}}, Engines.gpuLayout(ranksOn("a", "b"), LOG).byHost(),
                 "one GPU rank per host: the GPU level is a copy, the ring crosses hosts");
     }
 
     @Test
     void unevenHostsRunOneRingOverEveryRank() {
-        assertArrayEquals(new int[][] {{0}, {1}, {2}}, GpuEngines.layout(ranksOn("a", "a", "b"), LOG).byHost());
+        assertArrayEquals(new int[][] {{0}, {1}, {2}}, Engines.gpuLayout(ranksOn("a", "a", "b"), LOG).byHost());
     }
 }

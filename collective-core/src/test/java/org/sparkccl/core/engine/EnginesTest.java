@@ -26,7 +26,7 @@ import org.sparkccl.core.param.Params;
 import org.sparkccl.core.shm.ShmTransport;
 
 /** Ranks as threads of one JVM through the shared-memory transport: the path Spark's local mode takes. */
-class CommunicatorsTest {
+class EnginesTest {
 
     @Test
     void threadRanksAllReduceThroughShmAndLeaveNothingBehind() throws Exception {
@@ -51,7 +51,7 @@ class CommunicatorsTest {
                 int rank = r;
                 futures.add(pool.submit(() -> {
                     try (TcpBootstrap bootstrap = TcpBootstrap.connect(rendezvous, rank, n, Duration.ofSeconds(30));
-                         Communicator comm = Communicators.host(bootstrap, params)) {
+                         Communicator comm = Engines.host(bootstrap, params)) {
                         double[] data = inputs[rank].clone();
                         comm.allReduce(data, ReduceOp.SUM);
                         results[rank] = data;
