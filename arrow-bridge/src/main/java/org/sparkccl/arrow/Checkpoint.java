@@ -8,13 +8,16 @@ import java.nio.channels.Channels;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.agrona.CloseHelper;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.FieldVector;
@@ -33,7 +36,8 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
 
 /**
- * A training checkpoint: the model's weights, the optimizer's state, the step number and a small
+ * A training checkpoint: the model's weights, the optimizer's state (its named slots, each a
+ * {@link GradientBuffer} of the weights' layout named after the slot), the step number and a small
  * string map, as one Arrow IPC file written and read through Hadoop's {@link FileSystem} (so
  * {@code file://}, {@code hdfs://} and anything else Hadoop is configured for).
  *
@@ -48,8 +52,7 @@ import org.apache.hadoop.fs.StreamCapabilities;
  * {@link #latest} never sees half a checkpoint. Call {@link #write} on one rank only (rank 0): every
  * rank holds the same weights after an all-reduce step.
  *
- * <p>A Checkpoint read back owns its buffers; close it, or {@link #copyInto} live buffers and then
- * close it.
+ * <p>A Checkpoint read back owns its buffers; {@link #copyInto} live buffers, then close it.
  */
 public final class Checkpoint implements AutoCloseable {
     public static final String WEIGHTS_COLUMN = "weights";
@@ -64,15 +67,15 @@ public final class Checkpoint implements AutoCloseable {
     private final long step;
     private final Map<String, String> metadata;
     private final GradientBuffer weights;
-    private final OptimizerState optimizerState;
+    private final List<GradientBuffer> optimizerSlots;
 
     private Checkpoint(Path path, long step, Map<String, String> metadata, GradientBuffer weights,
-            OptimizerState optimizerState) {
+            List<GradientBuffer> optimizerSlots) {
         this.path = path;
         this.step = step;
         this.metadata = Collections.unmodifiableMap(metadata);
         this.weights = weights;
-        this.optimizerState = optimizerState;
+        this.optimizerSlots = List.copyOf(optimizerSlots);
     }
 
     /** The file name of step {@code step}'s checkpoint in {@code dir}. */
@@ -92,18 +95,19 @@ public final class Checkpoint implements AutoCloseable {
     // ---- Writing. ---------------------------------------------------------------------------
 
     /**
-     * Writes {@code weights} and {@code state} (same layout) as step {@code step}'s checkpoint in
-     * {@code dir}, creating the directory if needed, and returns the file's path. An existing
-     * checkpoint of the same step is replaced.
+     * Writes {@code weights} and the optimizer's {@code slots} (the weights' layout, each named after
+     * its slot; none for plain SGD) as step {@code step}'s checkpoint in {@code dir}, creating the
+     * directory if needed, and returns the file's path. An existing checkpoint of the same step is
+     * replaced.
      */
-    public static Path write(Path dir, Configuration conf, long step, GradientBuffer weights, OptimizerState state,
-            Map<String, String> metadata) throws IOException {
+    public static Path write(Path dir, Configuration conf, long step, GradientBuffer weights,
+            List<GradientBuffer> slots, Map<String, String> metadata) throws IOException {
         Path target = pathFor(dir, step);
         FileSystem fs = dir.getFileSystem(conf);
-        Schema schema = schema(step, weights, state, metadata);
+        Schema schema = schema(step, weights, slots, metadata);
         List<FieldVector> vectors = new ArrayList<>();
         vectors.add(weights.vector());
-        for (GradientBuffer slot : state.slots()) {
+        for (GradientBuffer slot : slots) {
             vectors.add(slot.vector());
         }
         // A root over the buffers' own vectors: nothing is copied, and it must not be closed (it would close them).
@@ -143,11 +147,15 @@ public final class Checkpoint implements AutoCloseable {
         }
     }
 
-    private static Schema schema(long step, GradientBuffer weights, OptimizerState state,
+    private static Schema schema(long step, GradientBuffer weights, List<GradientBuffer> slots,
             Map<String, String> metadata) {
         List<Field> fields = new ArrayList<>();
         fields.add(renamed(weights, WEIGHTS_COLUMN));
-        for (GradientBuffer slot : state.slots()) {
+        Set<String> names = new HashSet<>();
+        for (GradientBuffer slot : slots) {
+            if (!names.add(slot.name())) {
+                throw new IllegalArgumentException("optimizer slot '" + slot.name() + "' appears twice");
+            }
             if (!slot.layout().equals(weights.layout())) {
                 throw new IllegalArgumentException("optimizer slot '" + slot.name() + "' has another layout than the "
                         + "weights (" + slot.layout() + " vs " + weights.layout() + ")");
@@ -273,7 +281,7 @@ public final class Checkpoint implements AutoCloseable {
                                 + "the weights");
                     }
                 }
-                return new Checkpoint(file, step, metadata, weights, OptimizerState.of(slots));
+                return new Checkpoint(file, step, metadata, weights, slots);
             } catch (IOException | RuntimeException e) {
                 if (weights != null) {
                     weights.close();
@@ -324,38 +332,43 @@ public final class Checkpoint implements AutoCloseable {
         return weights;
     }
 
-    public OptimizerState optimizerState() {
-        return optimizerState;
+    /** The optimizer's slots in the order they were written, each named after its slot. */
+    public List<GradientBuffer> optimizerSlots() {
+        return optimizerSlots;
     }
 
     /**
      * Resumes training state: copies the weights and every optimizer slot into live buffers of the
-     * same layout (converting element types if they differ). {@code state} must have the same slots.
+     * same layout (converting element types if they differ). {@code liveSlots} must be the same
+     * slots, by name and in order.
      */
-    public void copyInto(GradientBuffer liveWeights, OptimizerState liveState) {
-        if (!liveState.slotNames().equals(optimizerState.slotNames())) {
+    public void copyInto(GradientBuffer liveWeights, List<GradientBuffer> liveSlots) {
+        if (!names(liveSlots).equals(names(optimizerSlots))) {
             throw new IllegalArgumentException("checkpoint " + path + " has optimizer slots "
-                    + optimizerState.slotNames() + ", the live optimizer " + liveState.slotNames()
+                    + names(optimizerSlots) + ", the live optimizer " + names(liveSlots)
                     + "; was it written by another optimizer?");
         }
         liveWeights.copyFrom(weights);
-        for (String slot : optimizerState.slotNames()) {
-            liveState.slot(slot).copyFrom(optimizerState.slot(slot));
+        for (int i = 0; i < liveSlots.size(); i++) {
+            liveSlots.get(i).copyFrom(optimizerSlots.get(i));
         }
     }
 
+    private static List<String> names(List<GradientBuffer> buffers) {
+        return buffers.stream().map(GradientBuffer::name).toList();
+    }
+
+    /** Closes the weights and every slot; all are attempted, the first failure is thrown with the rest suppressed. */
     @Override
     public void close() {
-        try {
-            weights.close();
-        } finally {
-            optimizerState.close();
-        }
+        List<AutoCloseable> all = new ArrayList<>(optimizerSlots);
+        all.add(0, weights);
+        CloseHelper.closeAll(all);
     }
 
     @Override
     public String toString() {
         return "Checkpoint step " + step + " at " + path + " (" + weights.layout().tensorCount() + " tensors, "
-                + "optimizer slots " + optimizerState.slotNames() + ")";
+                + "optimizer slots " + names(optimizerSlots) + ")";
     }
 }

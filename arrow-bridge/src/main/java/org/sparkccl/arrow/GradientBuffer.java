@@ -163,7 +163,8 @@ public final class GradientBuffer implements AutoCloseable {
 
     /**
      * In place: every rank's buffer becomes {@code op} over all ranks' buffers. Every rank must call
-     * it with the same layout and type. The communicator must work on host memory.
+     * it with the same layout and type. A host communicator reduces the host memory; a GPU one the
+     * same memory through its device pointer, so the buffer must then be in mapped pinned memory.
      */
     public void allReduce(Communicator comm, ReduceOp op) {
         long a = addressFor(comm);
@@ -177,8 +178,8 @@ public final class GradientBuffer implements AutoCloseable {
     }
 
     /**
-     * The address GPU kernels use for this buffer's memory when it is mapped pinned memory (see
-     * {@link PinnedHostMemorySource}), else 0.
+     * The address GPU kernels use for this buffer's memory when it is mapped pinned memory (from the
+     * pinned host memory source that ipc registers), else 0.
      */
     public long devicePointer() {
         checkOpen();
@@ -407,55 +408,6 @@ public final class GradientBuffer implements AutoCloseable {
         }
     }
 
-    /** Every element := element * {@code factor} (e.g. 1/ranks after a sum). */
-    public void scale(double factor) {
-        checkOpen();
-        if (type == ElementType.FLOAT32) {
-            float f = (float) factor;
-            for (long a = address, end = address + 4 * count; a < end; a += 4) {
-                putRawFloat(a, rawFloat(a) * f);
-            }
-        } else {
-            for (long i = 0; i < count; i++) {
-                type.setDouble(data, i, type.getDouble(data, i) * factor);
-            }
-        }
-    }
-
-    /** {@code this := this + alpha * x}, element by element; {@code x} must have the same layout. */
-    public void addScaled(GradientBuffer x, double alpha) {
-        requireSameLayout(x, "addScaled");
-        if (type == ElementType.FLOAT32 && x.type == ElementType.FLOAT32) {
-            float a = (float) alpha;
-            long delta = x.address - address;
-            for (long p = address, end = address + 4 * count; p < end; p += 4) {
-                putRawFloat(p, rawFloat(p) + a * rawFloat(p + delta));
-            }
-        } else {
-            for (long i = 0; i < count; i++) {
-                type.setDouble(data, i, type.getDouble(data, i) + alpha * x.type.getDouble(x.data, i));
-            }
-        }
-    }
-
-    /** Sum of squares of all elements, in double: for gradient norms and clipping. */
-    public double sumOfSquares() {
-        checkOpen();
-        double s = 0;
-        if (type == ElementType.FLOAT32) {
-            for (long a = address, end = address + 4 * count; a < end; a += 4) {
-                double v = rawFloat(a);
-                s += v * v;
-            }
-        } else {
-            for (long i = 0; i < count; i++) {
-                double v = type.getDouble(data, i);
-                s += v * v;
-            }
-        }
-        return s;
-    }
-
     /**
      * Frees the memory (back to its source, through the allocator). Idempotent. If the allocator was
      * closed first (Arrow reports that as a leak), the host memory is freed anyway and the
@@ -485,15 +437,6 @@ public final class GradientBuffer implements AutoCloseable {
     }
 
     // Whole-buffer float32 loops read and write raw memory: the range is checked once, not per element.
-    private static float rawFloat(long address) {
-        return Float.intBitsToFloat(MemoryUtil.getInt(address));
-    }
-
-    private static void putRawFloat(long address, float value) {
-        MemoryUtil.putInt(address, Float.floatToRawIntBits(value));
-    }
-
-    /** A little-endian NIO view of {@code bytes} bytes from element {@code at}, over this buffer's memory. */
     private ByteBuffer view(long at, int bytes) {
         return MemoryUtil.directBuffer(address + at * type.byteWidth(), bytes).order(ByteOrder.LITTLE_ENDIAN);
     }

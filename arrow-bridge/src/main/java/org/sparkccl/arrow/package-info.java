@@ -5,10 +5,9 @@
  * <ul>
  *   <li>{@link org.sparkccl.arrow.GradientBuffer}: named tensors ({@link org.sparkccl.arrow.TensorLayout})
  *       flattened into one Arrow vector, all-reduced in place;</li>
- *   <li>{@link org.sparkccl.arrow.OptimizerState}: named slots shaped like the weights;</li>
- *   <li>{@link org.sparkccl.arrow.Checkpoint}: weights, state, step and metadata as an Arrow IPC
- *       file through Hadoop's FileSystem;</li>
- *   <li>{@link org.sparkccl.train.FeatureBatch}: a float32 feature matrix and labels from Arrow vectors.</li>
+ *   <li>{@link org.sparkccl.arrow.Checkpoint}: weights, the optimizer's named slots (each a
+ *       GradientBuffer shaped like the weights), step and metadata as an Arrow IPC file through
+ *       Hadoop's FileSystem.</li>
  * </ul>
  *
  * <pre>{@code

@@ -14,7 +14,11 @@ import java.util.Map;
 import java.util.Random;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.ipc.ArrowFileReader;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -72,14 +76,15 @@ abstract class CheckpointContract {
     void roundTripsWeightsStateStepAndMetadata() throws IOException {
         Path dir = directory();
         try (GradientBuffer weights = random("w", ElementType.FLOAT32, 1);
-             OptimizerState adam = OptimizerState.like(weights, "m", "v")) {
+             GradientBuffer m = weights.allocateLike("m");
+             GradientBuffer v = weights.allocateLike("v")) {
             Random rnd = new Random(2);
             for (long i = 0; i < weights.elementCount(); i++) {
-                adam.slot("m").setDouble(i, rnd.nextGaussian());
-                adam.slot("v").setDouble(i, rnd.nextDouble());
+                m.setDouble(i, rnd.nextGaussian());
+                v.setDouble(i, rnd.nextDouble());
             }
             Map<String, String> meta = Map.of("model", "mlp", "lr", "0.01", "optimizer", "adam");
-            Path file = Checkpoint.write(dir, conf(), 42, weights, adam, meta);
+            Path file = Checkpoint.write(dir, conf(), 42, weights, List.of(m, v), meta);
             assertEquals(Checkpoint.pathFor(dir, 42).getName(), file.getName());
             assertEquals(42, Checkpoint.stepOf(file));
 
@@ -88,11 +93,47 @@ abstract class CheckpointContract {
                 assertEquals(meta, c.metadata());
                 assertEquals(Checkpoint.WEIGHTS_COLUMN, c.weights().name());
                 assertSameValues(weights, c.weights());
-                assertEquals(List.of("m", "v"), c.optimizerState().slotNames());
-                assertSameValues(adam.slot("m"), c.optimizerState().slot("m"));
-                assertSameValues(adam.slot("v"), c.optimizerState().slot("v"));
+                assertEquals(2, c.optimizerSlots().size());
+                assertEquals("m", c.optimizerSlots().get(0).name());
+                assertEquals("v", c.optimizerSlots().get(1).name());
+                assertSameValues(m, c.optimizerSlots().get(0));
+                assertSameValues(v, c.optimizerSlots().get(1));
             }
             assertNoTemporaryFiles(dir);
+        }
+    }
+
+    /** The columns and schema keys that checkpoints already on disk were written with, so they still load. */
+    @Test
+    void theFileLayoutIsTheDocumentedOne() throws IOException {
+        Path dir = directory();
+        try (GradientBuffer weights = random("w", ElementType.FLOAT32, 6);
+             GradientBuffer m = weights.allocateLike("m");
+             GradientBuffer v = weights.allocateLike("v")) {
+            Path file = Checkpoint.write(dir, conf(), 12, weights, List.of(m, v), Map.of("model", "mlp"));
+            FileSystem fs = file.getFileSystem(conf());
+            try (FSDataInputStream in = fs.open(file);
+                 ArrowFileReader reader = new ArrowFileReader(
+                         new HadoopReadChannel(in, fs.getFileStatus(file).getLen()), allocator)) {
+                Schema schema = reader.getVectorSchemaRoot().getSchema();
+                assertEquals(List.of("weights", "state.m", "state.v"),
+                        schema.getFields().stream().map(Field::getName).toList());
+                assertEquals(Map.of("sparkccl.checkpoint_version", "1", "sparkccl.step", "12",
+                        "sparkccl.meta.model", "mlp"), schema.getCustomMetadata());
+                assertEquals(1, reader.getRecordBlocks().size());
+            }
+        }
+    }
+
+    @Test
+    void aSlotNamedTwiceIsRefused() throws IOException {
+        Path dir = directory();
+        try (GradientBuffer weights = random("w", ElementType.FLOAT32, 7);
+             GradientBuffer a = weights.allocateLike("m");
+             GradientBuffer b = weights.allocateLike("m")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Checkpoint.write(dir, conf(), 1, weights, List.of(a, b), Map.of()));
+            assertTrue(e.getMessage().contains("'m' appears twice"), e.getMessage());
         }
     }
 
@@ -102,13 +143,12 @@ abstract class CheckpointContract {
         long step = 0;
         for (ElementType type : ElementType.values()) {
             try (GradientBuffer weights = random("w", type, 10 + type.ordinal());
-                 OptimizerState momentum = OptimizerState.of(List.of(
-                         random("momentum", type == ElementType.FLOAT64 ? ElementType.FLOAT32 : ElementType.FLOAT64,
-                                 20 + type.ordinal())))) {
-                Path file = Checkpoint.write(dir, conf(), ++step, weights, momentum, Map.of());
+                 GradientBuffer momentum = random("momentum",
+                         type == ElementType.FLOAT64 ? ElementType.FLOAT32 : ElementType.FLOAT64, 20 + type.ordinal())) {
+                Path file = Checkpoint.write(dir, conf(), ++step, weights, List.of(momentum), Map.of());
                 try (Checkpoint c = Checkpoint.read(file, conf(), allocator, source)) {
                     assertSameValues(weights, c.weights());
-                    assertSameValues(momentum.slot("momentum"), c.optimizerState().slot("momentum"));
+                    assertSameValues(momentum, c.optimizerSlots().get(0));
                     assertTrue(c.metadata().isEmpty());
                 }
             }
@@ -126,7 +166,7 @@ abstract class CheckpointContract {
             for (long step : new long[] {5, 1_000_000_000_000L, 40, 12}) {
                 GradientBuffer w = random("w", ElementType.FLOAT32, step);
                 written.add(w);
-                Checkpoint.write(dir, conf(), step, w, OptimizerState.empty(), Map.of("step", Long.toString(step)));
+                Checkpoint.write(dir, conf(), step, w, List.of(), Map.of("step", Long.toString(step)));
             }
             // Leftovers of an interrupted write and unrelated files are not checkpoints.
             FileSystem fs = dir.getFileSystem(conf());
@@ -146,7 +186,7 @@ abstract class CheckpointContract {
                 assertEquals(1_000_000_000_000L, c.step());
                 assertEquals("1000000000000", c.metadata().get("step"));
                 assertSameValues(written.get(1), c.weights());
-                assertTrue(c.optimizerState().isEmpty());
+                assertTrue(c.optimizerSlots().isEmpty());
             }
             fs.delete(Checkpoint.pathFor(dir, 1_000_000_000_000L), false);
             assertEquals(40, Checkpoint.stepOf(Checkpoint.latest(dir, conf()).orElseThrow()));
@@ -159,19 +199,19 @@ abstract class CheckpointContract {
     void copyIntoRestoresLiveBuffersAndRefusesAnotherOptimizer() throws IOException {
         Path dir = directory();
         try (GradientBuffer weights = random("w", ElementType.FLOAT32, 3);
-             OptimizerState momentum = OptimizerState.like(weights, "momentum")) {
-            momentum.slot("momentum").copyFrom(weights);
-            momentum.slot("momentum").scale(0.5);
-            Checkpoint.write(dir, conf(), 7, weights, momentum, Map.of());
+             GradientBuffer momentum = random("momentum", ElementType.FLOAT32, 4)) {
+            Checkpoint.write(dir, conf(), 7, weights, List.of(momentum), Map.of());
 
             try (GradientBuffer live = GradientBuffer.allocate(allocator, "w", LAYOUT, ElementType.FLOAT32, source);
-                 OptimizerState liveState = OptimizerState.like(live, "momentum");
-                 OptimizerState adam = OptimizerState.like(live, "m", "v");
+                 GradientBuffer liveMomentum = live.allocateLike("momentum");
+                 GradientBuffer m = live.allocateLike("m");
+                 GradientBuffer v = live.allocateLike("v");
                  Checkpoint c = Checkpoint.readLatest(dir, conf(), allocator).orElseThrow()) {
-                c.copyInto(live, liveState);
+                c.copyInto(live, List.of(liveMomentum));
                 assertSameValues(weights, live);
-                assertSameValues(momentum.slot("momentum"), liveState.slot("momentum"));
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.copyInto(live, adam));
+                assertSameValues(momentum, liveMomentum);
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        () -> c.copyInto(live, List.of(m, v)));
                 assertTrue(e.getMessage().contains("another optimizer"), e.getMessage());
             }
         }
@@ -182,8 +222,8 @@ abstract class CheckpointContract {
         Path dir = directory();
         try (GradientBuffer first = random("w", ElementType.FLOAT32, 4);
              GradientBuffer second = random("w", ElementType.FLOAT32, 5)) {
-            Checkpoint.write(dir, conf(), 3, first, OptimizerState.empty(), Map.of());
-            Checkpoint.write(dir, conf(), 3, second, OptimizerState.empty(), Map.of());
+            Checkpoint.write(dir, conf(), 3, first, List.of(), Map.of());
+            Checkpoint.write(dir, conf(), 3, second, List.of(), Map.of());
             assertEquals(1, Checkpoint.list(dir, conf()).size());
             try (Checkpoint c = Checkpoint.readLatest(dir, conf(), allocator).orElseThrow()) {
                 assertSameValues(second, c.weights());

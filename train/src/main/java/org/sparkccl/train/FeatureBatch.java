@@ -345,6 +345,16 @@ public final class FeatureBatch {
         return features;
     }
 
+    /** The first {@code out.length} features of {@code row}, widened to double (exactly) for the models' math. */
+    public void copyRow(int row, double[] out) {
+        Objects.checkIndex(row, rows);
+        Objects.checkFromIndexSize(0, out.length, cols);
+        int at = row * cols;
+        for (int i = 0; i < out.length; i++) {
+            out[i] = features[at + i];
+        }
+    }
+
     public float label(int row) {
         return labels[row];
     }

@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
  * <pre>
  *   bin/train --ranks 4                                  # embedded local Spark, bundled digits
  *   bin/train --ranks 4 --reference --plot loss.png      # and the loss curves, against one process, as PNG
- *   spark-submit --class org.sparkccl.train.TrainJob --jars picocli.jar spark-plugin.jar --data hdfs:///x.parquet
+ *   spark-submit --class org.sparkccl.train.TrainJob train/target/sparkccl-spark-app-VERSION.jar --data hdfs:///x.parquet
  * </pre>
  */
 @Command(name = "train", mixinStandardHelpOptions = true, sortOptions = false,

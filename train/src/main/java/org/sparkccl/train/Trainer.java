@@ -15,7 +15,6 @@ import org.sparkccl.arrow.Checkpoint;
 import org.sparkccl.arrow.ElementType;
 import org.sparkccl.arrow.GradientBuffer;
 import org.sparkccl.core.memory.HostMemorySources;
-import org.sparkccl.arrow.OptimizerState;
 import org.sparkccl.arrow.TensorLayout;
 
 /**
@@ -177,7 +176,7 @@ public final class Trainer {
                 if (found.isPresent()) {
                     try (Checkpoint checkpoint = found.get()) {
                         checkCompatible(checkpoint);
-                        checkpoint.copyInto(weightsBuffer, state);
+                        checkpoint.copyInto(weightsBuffer, state.slots());
                         step = checkpoint.step();
                         if (config.stageAttempt > 0) {
                             LOG.info("stage attempt {}: resuming from checkpoint step {} ({})", config.stageAttempt, step,
@@ -242,7 +241,7 @@ public final class Trainer {
         try {
             Path dir = new Path(config.checkpointDir);
             Configuration conf = hadoopConf();
-            Path written = Checkpoint.write(dir, conf, step, weightsBuffer, state, meta);
+            Path written = Checkpoint.write(dir, conf, step, weightsBuffer, state.slots(), meta);
             Checkpoint.prune(dir, conf, KEEP_CHECKPOINTS);
             LOG.info("checkpoint {} written", written);
         } catch (IOException e) {

@@ -49,7 +49,7 @@ public final class TrainingData {
         List<Example> out = new ArrayList<>();
         try (InputStream raw = TrainingData.class.getResourceAsStream(DIGITS_RESOURCE)) {
             if (raw == null) {
-                throw new IllegalStateException(DIGITS_RESOURCE + " is missing from the class path (it ships in the spark-plugin jar)");
+                throw new IllegalStateException(DIGITS_RESOURCE + " is missing from the class path (it ships in the train jar)");
             }
             BufferedReader in = new BufferedReader(new InputStreamReader(new GZIPInputStream(raw), StandardCharsets.US_ASCII));
             String line;

@@ -1,8 +1,8 @@
 package org.sparkccl.train.gpu;
 
 /**
- * The network a {@link GpuModelTrainer} trains, with the parameter layout of spark-plugin's models
- * (one flat float array, tensors in this order, each row-major):
+ * The network a {@link GpuModelTrainer} trains, with the parameter layout of the host models (Mlp,
+ * SoftmaxRegression): one flat float array, tensors in this order, each row-major:
  * <ul>
  *   <li>softmax regression ({@code hidden == 0}): {@code W [inputs, classes]}, {@code b [classes]};</li>
  *   <li>MLP: {@code W1 [inputs, hidden]}, {@code b1 [hidden]}, {@code W2 [hidden, classes]},

@@ -2,7 +2,7 @@ package org.sparkccl.train.gpu;
 
 /**
  * The update a {@link GpuModelTrainer} applies to the mean gradient, with its state slots in the
- * order spark-plugin's optimizers keep them: momentum SGD {@code {momentum}}, Adam {@code {m, v}}.
+ * order the host optimizers (MomentumSgd, Adam) keep them: momentum SGD {@code {momentum}}, Adam {@code {m, v}}.
  * Rounds as those do: momentum SGD in float (learning rate and momentum rounded to float first),
  * Adam's arithmetic in double with float moments.
  */

@@ -4,8 +4,9 @@ import java.util.Random;
 
 /**
  * The CPU reference the GPU trainer is checked against: the models' loss gradients in float64 (the
- * same math as spark-plugin's Mlp and SoftmaxRegression, written out again here because those live
- * above this module), and the optimizers with the rounding of spark-plugin's MomentumSgd and Adam.
+ * same math as Mlp and SoftmaxRegression, written out plainly over {@link GpuNetwork}'s layout so
+ * that the check does not lean on the code paths it checks), and the optimizers with the rounding of
+ * MomentumSgd and Adam.
  */
 final class TrainReference {
     private TrainReference() {
@@ -85,7 +86,7 @@ final class TrainReference {
         return g;
     }
 
-    /** spark-plugin's MomentumSgd.update: float arithmetic, learning rate and momentum as floats. */
+    /** MomentumSgd.update: float arithmetic, learning rate and momentum as floats. */
     static void momentumSgd(float[] w, float[] mean, float[] v, double learningRate, double momentum) {
         float lr = (float) learningRate;
         float mu = (float) momentum;
@@ -95,7 +96,7 @@ final class TrainReference {
         }
     }
 
-    /** spark-plugin's Adam.update: float moments, double arithmetic. */
+    /** Adam.update: float moments, double arithmetic. */
     static void adam(float[] w, float[] g, float[] m, float[] v, long step, double lr, double beta1, double beta2,
                      double epsilon) {
         double correction1 = 1 - Math.pow(beta1, step);
