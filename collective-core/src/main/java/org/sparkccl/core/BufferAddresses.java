@@ -1,6 +1,6 @@
 package org.sparkccl.core;
 
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import java.nio.ByteBuffer;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;

@@ -3,7 +3,7 @@ package org.sparkccl.core.check;
 import java.util.Locale;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.reduce.HalfFloats;
 import org.sparkccl.core.reduce.Reduction;

@@ -1,7 +1,7 @@
 package org.sparkccl.core.copy;
 
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.os.LibC;
 import org.sparkccl.core.param.Params;
 

@@ -3,7 +3,7 @@ package org.sparkccl.core.direct;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.DirectLayout;

@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;

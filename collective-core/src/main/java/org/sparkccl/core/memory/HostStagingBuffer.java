@@ -1,7 +1,7 @@
 package org.sparkccl.core.memory;
 
 import org.sparkccl.core.StagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
 

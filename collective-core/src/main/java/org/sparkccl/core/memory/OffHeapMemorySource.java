@@ -2,7 +2,7 @@ package org.sparkccl.core.memory;
 
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 
 /**
  * Plain off-heap host memory (malloc through Agrona's {@code UnsafeApi}), aligned to 64 bytes. Available

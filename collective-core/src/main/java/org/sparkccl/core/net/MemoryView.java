@@ -4,7 +4,7 @@ import java.nio.Buffer;
 import java.nio.ByteBuffer;
 import org.agrona.BufferUtil;
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 
 /**
  * A direct {@link ByteBuffer} that can be pointed at any native memory, so that a socket writes

@@ -8,7 +8,7 @@ import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.shm.ShmCommunicator;
 import org.sparkccl.core.memory.HostStagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;

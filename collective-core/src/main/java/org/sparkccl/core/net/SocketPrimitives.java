@@ -1,7 +1,7 @@
 package org.sparkccl.core.net;
 
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.proto.Primitives;

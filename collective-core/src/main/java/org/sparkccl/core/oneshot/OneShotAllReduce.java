@@ -3,7 +3,7 @@ package org.sparkccl.core.oneshot;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.proto.CollectiveHeader;

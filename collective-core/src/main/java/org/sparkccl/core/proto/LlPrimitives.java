@@ -3,7 +3,7 @@ package org.sparkccl.core.proto;
 import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.reduce.Reduction;
 

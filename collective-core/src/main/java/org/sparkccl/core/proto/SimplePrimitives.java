@@ -2,7 +2,7 @@ package org.sparkccl.core.proto;
 
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.reduce.Reduction;

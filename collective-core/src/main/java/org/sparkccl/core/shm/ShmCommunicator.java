@@ -10,7 +10,7 @@ import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.StagingBuffer;
 import org.sparkccl.core.memory.HostStagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;

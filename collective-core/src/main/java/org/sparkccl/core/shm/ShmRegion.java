@@ -3,7 +3,7 @@ package org.sparkccl.core.shm;
 import java.util.function.Consumer;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.transport.SharedRegion;
 
 /** One rank's handle on a shared-memory segment: a peer's region it opened, or (subclass) its own. */

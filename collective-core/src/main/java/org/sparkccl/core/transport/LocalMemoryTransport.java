@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.wire.WireFormat;
 
 /**

@@ -8,7 +8,7 @@ import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 
 class BulkCopyTest {
     static {

@@ -12,7 +12,7 @@ import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.memory.HostStagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.wait.WaitLoop;
 
 /**

@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
 import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.Test;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 
 class LayoutTest {

@@ -7,7 +7,7 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 import org.agrona.BufferUtil;
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 
 /**
  * Device memory from {@code cuMemAlloc}, freed on close, and counted: {@link #outstandingBytes()}

@@ -5,7 +5,7 @@ import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 
 /**
  * Page-locked host memory from {@code cuMemHostAlloc(portable | devicemap)}: the host reads and

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.sparkccl.core.CclException;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.os.DescriptorServer;

@@ -7,7 +7,7 @@ import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.JCudaDriver;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaStream;

@@ -8,7 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Bootstrap;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.bootstrap.ThreadGroupBootstrap;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;

@@ -3,7 +3,7 @@ package org.sparkccl.tools.perf;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.check.ReferenceCheck;

@@ -8,7 +8,7 @@ import java.util.zip.CRC32C;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;
 import org.sparkccl.core.check.ReferenceCheck;

@@ -5,7 +5,7 @@ import java.util.Map;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.memory.HostStagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.PeerFailedException;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.bootstrap.TcpBootstrap;

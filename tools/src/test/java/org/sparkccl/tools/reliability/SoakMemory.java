@@ -1,7 +1,7 @@
 package org.sparkccl.tools.reliability;
 
 import org.agrona.UnsafeApi;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 

@@ -13,7 +13,7 @@ import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.memory.HostStagingBuffer;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.SharedBuffer;
 import org.sparkccl.core.bootstrap.TcpBootstrap;

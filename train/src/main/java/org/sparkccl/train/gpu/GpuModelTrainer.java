@@ -7,7 +7,7 @@ import java.util.List;
 import org.agrona.BufferUtil;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
-import org.sparkccl.core.os.JdkAccess;
+import org.sparkccl.core.jdk.JdkAccess;
 import org.sparkccl.core.MemoryKind;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.ipc.cuda.CudaDevice;

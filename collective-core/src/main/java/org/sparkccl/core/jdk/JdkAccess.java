@@ -1,4 +1,4 @@
-package org.sparkccl.core.os;
+package org.sparkccl.core.jdk;
 
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
