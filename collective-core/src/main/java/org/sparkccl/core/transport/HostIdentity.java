@@ -84,8 +84,22 @@ public final class HostIdentity {
         }
     }
 
-    /** True when a process with this pid exists on this host. */
+    /**
+     * True when a process with this pid runs on this host. A zombie (exited, not yet reaped by its
+     * parent) counts as dead: {@link ProcessHandle#isAlive} says true for it, and a killed rank stays
+     * one until its launcher waits for it, while its peers must already clean up after it.
+     */
     public static boolean isAlive(long pid) {
-        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+        if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+            return false;
+        }
+        try {
+            String stat = Files.readString(Paths.get("/proc", Long.toString(pid), "stat"));
+            int end = stat.lastIndexOf(')'); // the command name, in parentheses, may hold anything
+            char state = end >= 0 && end + 2 < stat.length() ? stat.charAt(end + 2) : '?';
+            return state != 'Z' && state != 'X';
+        } catch (IOException | RuntimeException e) {
+            return true; // no /proc (not Linux) or it just went: ProcessHandle's answer stands
+        }
     }
 }

@@ -3,6 +3,7 @@ package org.sparkccl.ipc.gpu;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -84,6 +85,8 @@ public final class GpuCommunicator implements Communicator {
      * the user's own kernels.
      */
     static final int MAX_BLOCKS_PER_GPU = 64;
+    /** How long a failed connect waits for a dying peer to be gone, to remove what it left in /dev/shm. */
+    private static final long CONNECT_FAILURE_GRACE_NS = TimeUnit.SECONDS.toNanos(2);
     private static final long PEER_CHECK_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(50);
     /** Parks, once a wait has yielded for SpinYieldPark's 20 ms, last this long (a GPU call ends on its own). */
     private static final long PARK_NS = TimeUnit.MICROSECONDS.toNanos(20);
@@ -157,7 +160,9 @@ public final class GpuCommunicator implements Communicator {
             comm.connect(bootstrap);
             return comm;
         } catch (RuntimeException e) {
-            comm.cleanUpAfterDeadPeers(); // a peer that died while connecting may have left a window in /dev/shm
+            // A peer that died while connecting may have left a window in /dev/shm. Its sockets close
+            // before its process is gone (a CUDA process takes a while to exit), so give it a moment.
+            comm.cleanUpAfterDeadPeers(CONNECT_FAILURE_GRACE_NS);
             comm.close();
             throw e;
         } finally {
@@ -1054,8 +1059,17 @@ public final class GpuCommunicator implements Communicator {
     }
 
     private void cleanUpAfterDeadPeers() {
+        cleanUpAfterDeadPeers(0);
+    }
+
+    /** As {@link #cleanUpAfterDeadPeers()}, waiting up to {@code graceNs} for a peer to be seen dead. */
+    private void cleanUpAfterDeadPeers(long graceNs) {
         if (infos == null) {
             return; // the ranks never met: their segment names are not known here (the stale scan removes them)
+        }
+        long deadline = System.nanoTime() + graceNs;
+        while (!anyPeerDead() && System.nanoTime() < deadline) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
         }
         for (int r = 0; r < size; r++) {
             if (infos[r] != null && isDead(r)) {
@@ -1092,6 +1106,15 @@ public final class GpuCommunicator implements Communicator {
         record(e);
         markBroken(message);
         return e;
+    }
+
+    private boolean anyPeerDead() {
+        for (int r = 0; r < size; r++) {
+            if (infos[r] != null && isDead(r)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private int deadPeer() {
