@@ -3,7 +3,6 @@ package org.sparkccl.arrow;
 import java.util.Locale;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.util.Float16;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.Float2Vector;
 import org.apache.arrow.vector.Float4Vector;
@@ -13,6 +12,7 @@ import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.reduce.HalfFloats;
 
 /**
  * The element type of a {@link GradientBuffer}, and how it maps to Arrow and to the collectives'
@@ -100,8 +100,8 @@ public enum ElementType {
         switch (this) {
             case FLOAT32: return buf.getFloat(index * 4);
             case FLOAT64: return (float) buf.getDouble(index * 8);
-            case FLOAT16: return Float16.toFloat(buf.getShort(index * 2));
-            case BFLOAT16: return BFloat16.toFloat(buf.getShort(index * 2));
+            case FLOAT16: return HalfFloats.halfToFloat(buf.getShort(index * 2));
+            case BFLOAT16: return HalfFloats.bfloat16ToFloat(buf.getShort(index * 2));
             default: throw new AssertionError(this);
         }
     }
@@ -115,8 +115,8 @@ public enum ElementType {
         switch (this) {
             case FLOAT32: buf.setFloat(index * 4, value); break;
             case FLOAT64: buf.setDouble(index * 8, value); break;
-            case FLOAT16: buf.setShort(index * 2, Float16.toFloat16(value)); break;
-            case BFLOAT16: buf.setShort(index * 2, BFloat16.fromFloat(value)); break;
+            case FLOAT16: buf.setShort(index * 2, HalfFloats.floatToHalf(value)); break;
+            case BFLOAT16: buf.setShort(index * 2, HalfFloats.floatToBfloat16(value)); break;
             default: throw new AssertionError(this);
         }
     }

@@ -15,6 +15,8 @@ import java.util.Random;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.memory.util.Float16;
+import org.apache.arrow.vector.Float2Vector;
 import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.SmallIntVector;
 import org.apache.arrow.vector.types.pojo.Field;
@@ -25,6 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.sparkccl.core.DataType;
+import org.sparkccl.core.reduce.HalfFloats;
 
 class GradientBufferTest {
     // Shapes of a small MLP with deliberately odd sizes: nothing lines up on a power of two.
@@ -90,7 +93,34 @@ class GradientBufferTest {
             assertEquals("bfloat16", g.field().getMetadata().get(GradientBuffer.KEY_ELEMENT_TYPE));
             assertEquals(DataType.BFLOAT16, g.dataType());
             g.setFloat(5, 1.5f);
-            assertEquals(BFloat16.fromFloat(1.5f), ((SmallIntVector) g.vector()).get(5));
+            assertEquals(HalfFloats.floatToBfloat16(1.5f), ((SmallIntVector) g.vector()).get(5));
+        }
+    }
+
+    /** float16 elements read and round as Arrow's own Float16 does (pyarrow and Spark see the same numbers). */
+    @Test
+    void float16ReadsAsArrowReadsIt() {
+        try (GradientBuffer g = GradientBuffer.allocate(allocator, "w", TensorLayout.flat("all", 0x10000),
+                ElementType.FLOAT16, source)) {
+            Float2Vector arrow = (Float2Vector) g.vector();
+            for (int h = 0; h < 0x10000; h++) {
+                g.dataBuffer().setShort(2L * h, (short) h);
+            }
+            for (int h = 0; h < 0x10000; h++) {
+                float ours = g.getFloat(h);
+                float theirs = arrow.getValueAsFloat(h);
+                if (Float.isNaN(theirs)) {
+                    assertTrue(Float.isNaN(ours), "half bits " + Integer.toHexString(h));
+                } else {
+                    assertEquals(Float.floatToIntBits(theirs), Float.floatToIntBits(ours), "half bits " + Integer.toHexString(h));
+                }
+            }
+            Random rnd = new Random(13);
+            for (int i = 0; i < 100_000; i++) {
+                float f = Float.intBitsToFloat(rnd.nextInt());
+                g.setFloat(0, f);
+                assertEquals(Float16.toFloat16(f), g.dataBuffer().getShort(0), "float bits " + Float.floatToRawIntBits(f));
+            }
         }
     }
 

@@ -2,7 +2,10 @@ package org.sparkccl.core.reduce;
 
 /**
  * IEEE 754 binary16 and bfloat16 conversions to and from float, rounding to nearest even, as CUDA's
- * {@code __float2half_rn} and {@code __float2bfloat16_rn} do. (Java 17 has no Float.float16ToFloat.)
+ * {@code __float2half_rn} and {@code __float2bfloat16_rn} do (and, for binary16, Arrow's own Float16:
+ * the same result for every float). Narrowing turns a NaN into a quiet NaN of the same sign;
+ * widening keeps the bits. The one home of half floats: the reductions and arrow-bridge's element
+ * types both use it. (Java 17 has no Float.float16ToFloat.)
  */
 public final class HalfFloats {
     private HalfFloats() {

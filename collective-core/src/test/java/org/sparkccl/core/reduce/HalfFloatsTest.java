@@ -59,6 +59,32 @@ class HalfFloatsTest {
         }
     }
 
+    @Test
+    void bfloat16IsTheNearestValue() {
+        Random random = new Random(11);
+        for (int i = 0; i < 100_000; i++) {
+            float x = (float) (random.nextGaussian() * Math.pow(10, random.nextInt(20) - 10));
+            short b = HalfFloats.floatToBfloat16(x);
+            double err = Math.abs((double) x - HalfFloats.bfloat16ToFloat(b));
+            // The neighbours of the chosen value are one bfloat16 step away; neither may be closer to x.
+            float up = HalfFloats.bfloat16ToFloat((short) (b + 1));
+            float down = HalfFloats.bfloat16ToFloat((short) (b - 1));
+            assertTrue(err <= Math.abs((double) x - up) && err <= Math.abs((double) x - down), x + " -> bf16 " + b);
+        }
+    }
+
+    @Test
+    void bfloat16KeepsSpecialValues() {
+        // A NaN whose payload lives only in the low 16 bits must not turn into infinity.
+        assertTrue(Float.isNaN(HalfFloats.bfloat16ToFloat(HalfFloats.floatToBfloat16(Float.intBitsToFloat(0x7f800001)))));
+        assertEquals(Float.POSITIVE_INFINITY, HalfFloats.bfloat16ToFloat(HalfFloats.floatToBfloat16(Float.POSITIVE_INFINITY)));
+        assertEquals(Float.NEGATIVE_INFINITY, HalfFloats.bfloat16ToFloat(HalfFloats.floatToBfloat16(Float.NEGATIVE_INFINITY)));
+        assertEquals(Float.floatToIntBits(-0.0f),
+                Float.floatToIntBits(HalfFloats.bfloat16ToFloat(HalfFloats.floatToBfloat16(-0.0f))));
+        assertEquals(Float.POSITIVE_INFINITY, HalfFloats.bfloat16ToFloat(HalfFloats.floatToBfloat16(Float.MAX_VALUE)),
+                "values past the largest bfloat16 round to infinity");
+    }
+
     private static short next(short h, int dir) {
         int bits = h & 0xffff;
         boolean negative = (bits & 0x8000) != 0;
