@@ -125,27 +125,9 @@ public final class TwoLevelCommunicator implements Communicator {
         CollectiveHeader call = start(Kind.ALL_REDUCE, type, op, 0, count);
         try {
             checkInside(call);
-            TwoLevelSchedule.allReduce(new TwoLevelSchedule.Steps() {
-                @Override
-                public void reduceScatterInHost(long from, long to, long n, DataType t, ReduceOp o) {
-                    inHost(() -> inside.reduceScatter(from, to, n, t, o));
-                }
-
-                @Override
-                public void allGatherInHost(long from, long to, long n, DataType t) {
-                    inHost(() -> inside.allGather(from, to, n, t));
-                }
-
-                @Override
-                public void allReduceInHost(long from, long to, long n, DataType t, ReduceOp o) {
-                    inHost(() -> inside.allReduce(from, to, n, t, o));
-                }
-
-                @Override
-                public void allReduceAcross(long data, long n, DataType t, ReduceOp o) {
-                    TwoLevelSchedule.acrossHosts(across, call, data, n, t, o, size);
-                }
-            }, byHost[0].length, local, send, recv, count, type, op, "two-level", log);
+            TwoLevelSchedule.allReduce(inside, this::inHost,
+                    (data, n, t, o) -> TwoLevelSchedule.acrossHosts(across, call, data, n, t, o, size),
+                    byHost[0].length, local, send, recv, count, type, op, "two-level", log);
         } catch (RuntimeException e) {
             abort(e);
             throw inCall(e, "allReduce (count " + count + ", " + type.ncclName() + ", " + op.ncclName() + ")");

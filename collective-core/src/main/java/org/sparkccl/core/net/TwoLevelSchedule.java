@@ -1,5 +1,7 @@
 package org.sparkccl.core.net;
 
+import java.util.function.Consumer;
+import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.log.CclLog;
@@ -13,23 +15,18 @@ import org.sparkccl.core.reduce.Reduction;
  * the host (a reduce-scatter: each local rank ends with 1/L of the host's sum), all-reduced across
  * hosts on the ring of local index l, and all-gathered inside the host; the tail, which does not split,
  * every rank all-reduces whole inside the host and then across. AVG sums at both levels and divides
- * once, after the hop across (as the ring divides once). Each engine supplies the {@link Steps}; the
- * order of additions is this schedule's alone, so both engines give the same bits.
+ * once, after the hop across (as the ring divides once). Each engine supplies its communicator inside
+ * the host, the wrapper its in-host calls run in, and the hop {@link Across}; the order of additions is
+ * this schedule's alone, so both engines give the same bits.
  */
 public final class TwoLevelSchedule {
-    /** What an engine does at each level; the in-host steps get SUM for AVG. */
-    public interface Steps {
-        void reduceScatterInHost(long send, long recv, long recvCount, DataType type, ReduceOp op);
-
-        void allGatherInHost(long send, long recv, long sendCount, DataType type);
-
-        void allReduceInHost(long send, long recv, long count, DataType type, ReduceOp op);
-
+    /** The hop across hosts, which each engine makes its own way (the GPU one through pinned memory). */
+    public interface Across {
         /**
          * All-reduces {@code count} elements at {@code data} in place across hosts, with the caller's
          * {@code op} (AVG: the sum divided by the communicator's size; {@link #acrossHosts} does both).
          */
-        void allReduceAcross(long data, long count, DataType type, ReduceOp op);
+        void allReduce(long data, long count, DataType type, ReduceOp op);
     }
 
     private TwoLevelSchedule() {
@@ -40,8 +37,11 @@ public final class TwoLevelSchedule {
         return op == ReduceOp.AVG ? ReduceOp.SUM : op;
     }
 
-    /** The all-reduce of {@code count} elements for local rank {@code local} of {@code perHost}; {@code engine} names it in the log. */
-    public static void allReduce(Steps steps, int perHost, int local, long send, long recv, long count, DataType type,
+    /**
+     * The all-reduce of {@code count} elements for local rank {@code local} of {@code perHost}: the
+     * in-host levels on {@code inside}, each run through {@code inHost}; {@code engine} names it in the log.
+     */
+    public static void allReduce(Communicator inside, Consumer<Runnable> inHost, Across across, int perHost, int local, long send, long recv, long count, DataType type,
                                  ReduceOp op, String engine, CclLog log) {
         int es = type.size();
         long shard = count / perHost;
@@ -53,14 +53,14 @@ public final class TwoLevelSchedule {
         }
         if (shard > 0) {
             long mine = recv + local * shard * es;
-            steps.reduceScatterInHost(send, mine, shard, type, levelOp);
-            steps.allReduceAcross(mine, shard, type, op);
-            steps.allGatherInHost(mine, recv, shard, type);
+            inHost.accept(() -> inside.reduceScatter(send, mine, shard, type, levelOp));
+            across.allReduce(mine, shard, type, op);
+            inHost.accept(() -> inside.allGather(mine, recv, shard, type));
         }
         if (tail > 0) {
             long at = shard * perHost * es;
-            steps.allReduceInHost(send + at, recv + at, tail, type, levelOp);
-            steps.allReduceAcross(recv + at, tail, type, op);
+            inHost.accept(() -> inside.allReduce(send + at, recv + at, tail, type, levelOp));
+            across.allReduce(recv + at, tail, type, op);
         }
     }
 

@@ -168,27 +168,8 @@ public final class GpuTwoLevelCommunicator implements Communicator {
         CollectiveHeader call = start(Kind.ALL_REDUCE, type, op, 0, count);
         try {
             checkInside(call);
-            TwoLevelSchedule.allReduce(new TwoLevelSchedule.Steps() {
-                @Override
-                public void reduceScatterInHost(long from, long to, long n, DataType t, ReduceOp o) {
-                    inHost(() -> inside.reduceScatter(from, to, n, t, o));
-                }
-
-                @Override
-                public void allGatherInHost(long from, long to, long n, DataType t) {
-                    inHost(() -> inside.allGather(from, to, n, t));
-                }
-
-                @Override
-                public void allReduceInHost(long from, long to, long n, DataType t, ReduceOp o) {
-                    inHost(() -> inside.allReduce(from, to, n, t, o));
-                }
-
-                @Override
-                public void allReduceAcross(long data, long n, DataType t, ReduceOp o) {
-                    acrossInPieces(call, data, n, t, o);
-                }
-            }, hostRanks.length, local, send, recv, count, type, op, "two-level GPU", log);
+            TwoLevelSchedule.allReduce(inside, this::inHost, (data, n, t, o) -> acrossInPieces(call, data, n, t, o),
+                    hostRanks.length, local, send, recv, count, type, op, "two-level GPU", log);
         } catch (RuntimeException e) {
             throw failed(e, call);
         }
