@@ -8,14 +8,12 @@ import jcuda.driver.JCudaDriver;
  * A CUDA event without timing: a point in one stream's work that another stream can wait for
  * ({@link CudaStream#waitFor}) or the host can wait for ({@link #synchronize}).
  */
-public final class CudaEvent implements AutoCloseable {
-    private final CudaDevice device;
+public final class CudaEvent extends NativeResource {
     private final CUevent event = new CUevent();
     private final String where;
-    private boolean closed;
 
     public CudaEvent(CudaDevice device, String where) {
-        this.device = device;
+        super(device);
         this.where = where;
         device.makeCurrent();
         Cuda.check(JCudaDriver.cuEventCreate(event, CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate", where);
@@ -36,12 +34,7 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
+    protected void release() {
         Cuda.check(JCudaDriver.cuEventDestroy(event), "cuEventDestroy", where);
     }
 }

@@ -10,12 +10,10 @@ import jcuda.driver.JCudaDriver;
  * launched (replayed) many times with one driver call each. Captures in this thread's mode: other
  * threads of the process (other ranks) may go on calling CUDA while this one captures.
  */
-public final class CudaGraph implements AutoCloseable {
-    private final CudaDevice device;
+public final class CudaGraph extends NativeResource {
     private final CUgraph graph = new CUgraph();
     private final CUgraphExec exec = new CUgraphExec();
     private final String where;
-    private boolean closed;
 
     /** Work queued on a stream (it runs during capture, but only to be recorded). */
     @FunctionalInterface
@@ -24,7 +22,7 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     private CudaGraph(CudaDevice device, String where) {
-        this.device = device;
+        super(device);
         this.where = where;
     }
 
@@ -58,12 +56,7 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
+    protected void release() {
         try {
             Cuda.check(JCudaDriver.cuGraphExecDestroy(exec), "cuGraphExecDestroy", where);
         } finally {

@@ -10,13 +10,13 @@ import jcuda.driver.JCudaDriver;
  * A non-blocking stream: it never waits for the legacy default stream, so another rank of this
  * process doing a synchronous copy cannot stall behind a collective kernel that waits for it.
  */
-public final class CudaStream implements AutoCloseable {
+public final class CudaStream extends NativeResource {
     private final CudaDevice device;
     private final CUstream stream = new CUstream();
     private final String where;
-    private boolean closed;
 
     public CudaStream(CudaDevice device, String where) {
+        super(device);
         this.device = device;
         this.where = where;
         device.makeCurrent();
@@ -57,17 +57,8 @@ public final class CudaStream implements AutoCloseable {
         return status[0] != CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE;
     }
 
-    public boolean isClosed() {
-        return closed;
-    }
-
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
+    protected void release() {
         Cuda.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy", where);
     }
 }

@@ -16,7 +16,7 @@ import org.sparkccl.core.jdk.JdkAccess;
  * <p>{@code cuMemFree} may wait for the whole device: never close one while a rank of this process
  * on the same GPU runs a collective that waits for this thread.
  */
-public final class DeviceBuffer implements AutoCloseable {
+public final class DeviceBuffer extends NativeResource {
     static {
         JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
     }
@@ -27,9 +27,9 @@ public final class DeviceBuffer implements AutoCloseable {
     private final long address;
     private final long size;
     private final String where;
-    private boolean closed;
 
     private DeviceBuffer(CudaDevice device, long address, long size, String where) {
+        super(device, OUTSTANDING, size);
         this.device = device;
         this.address = address;
         this.size = size;
@@ -45,7 +45,6 @@ public final class DeviceBuffer implements AutoCloseable {
         device.makeCurrent();
         CUdeviceptr p = new CUdeviceptr();
         Cuda.check(JCudaDriver.cuMemAlloc(p, bytes), "cuMemAlloc(" + bytes + " bytes)", where);
-        OUTSTANDING.addAndGet(bytes);
         return new DeviceBuffer(device, Cuda.address(p), bytes, where);
     }
 
@@ -150,13 +149,7 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
-        OUTSTANDING.addAndGet(-size);
+    protected void release() {
         Cuda.check(JCudaDriver.cuMemFree(pointer()), "cuMemFree(" + size + " bytes)", where);
     }
 }

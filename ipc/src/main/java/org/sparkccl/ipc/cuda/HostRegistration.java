@@ -11,23 +11,20 @@ import jcuda.driver.JCudaDriver;
  * process already registered (a same-process peer mapped the same segment) is used as it is and
  * left registered on close; its owner unregisters it.
  */
-public final class HostRegistration implements AutoCloseable {
+public final class HostRegistration extends NativeResource {
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
-    private final CudaDevice device;
     private final long address;
     private final long size;
     private final long devicePointer;
-    private final boolean owned;
     private final String where;
-    private boolean closed;
 
+    /** Only an owned registration is counted and unregistered on close: a borrowed one has nothing to release. */
     private HostRegistration(CudaDevice device, long address, long size, long devicePointer, boolean owned, String where) {
-        this.device = device;
+        super(owned ? device : null, owned ? OUTSTANDING : null, size);
         this.address = address;
         this.size = size;
         this.devicePointer = devicePointer;
-        this.owned = owned;
         this.where = where;
     }
 
@@ -47,9 +44,6 @@ public final class HostRegistration implements AutoCloseable {
                 JCudaDriver.cuMemHostUnregister(Cuda.hostMemory(address, bytes));
             }
             Cuda.check(rc, "cuMemHostGetDevicePointer", where);
-        }
-        if (owned) {
-            OUTSTANDING.addAndGet(bytes);
         }
         return new HostRegistration(device, address, bytes, Cuda.address(d), owned, where);
     }
@@ -73,15 +67,7 @@ public final class HostRegistration implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        if (owned) {
-            device.makeCurrent();
-            OUTSTANDING.addAndGet(-size);
-            Cuda.check(JCudaDriver.cuMemHostUnregister(Cuda.hostMemory(address, size)), "cuMemHostUnregister", where);
-        }
+    protected void release() {
+        Cuda.check(JCudaDriver.cuMemHostUnregister(Cuda.hostMemory(address, size)), "cuMemHostUnregister", where);
     }
 }

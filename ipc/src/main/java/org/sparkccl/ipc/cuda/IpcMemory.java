@@ -11,7 +11,7 @@ import jcuda.driver.JCudaDriver;
  * region is exported as (handle of the base, offset); the opener maps the base and adds the offset.
  * A handle cannot be opened in the process that exported it: same-process peers use plain pointers.
  */
-public final class IpcMemory implements AutoCloseable {
+public final class IpcMemory extends NativeResource {
     public static final int HANDLE_BYTES = 64;
     private static final Field RESERVED;
 
@@ -24,13 +24,11 @@ public final class IpcMemory implements AutoCloseable {
         }
     }
 
-    private final CudaDevice device;
     private final long base;
     private final String where;
-    private boolean closed;
 
     private IpcMemory(CudaDevice device, long base, String where) {
-        this.device = device;
+        super(device);
         this.base = base;
         this.where = where;
     }
@@ -84,12 +82,7 @@ public final class IpcMemory implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
+    protected void release() {
         Cuda.check(JCudaDriver.cuIpcCloseMemHandle(Cuda.devicePointer(base)), "cuIpcCloseMemHandle", where);
     }
 }

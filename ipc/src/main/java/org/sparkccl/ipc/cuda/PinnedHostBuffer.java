@@ -12,24 +12,22 @@ import org.sparkccl.core.jdk.JdkAccess;
  * writes it at {@link #address()}, kernels at {@link #devicePointer()}. Zero-filled, counted like
  * {@link DeviceBuffer}.
  */
-public final class PinnedHostBuffer implements AutoCloseable {
+public final class PinnedHostBuffer extends NativeResource {
     static {
         JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
     }
 
     private static final AtomicLong OUTSTANDING = new AtomicLong();
 
-    private final CudaDevice device;
     private final Pointer pointer;
     private final long address;
     private final long devicePointer;
     private final long size;
     private final String where;
-    private boolean closed;
 
     private PinnedHostBuffer(CudaDevice device, Pointer pointer, long address, long devicePointer, long size,
                              String where) {
-        this.device = device;
+        super(device, OUTSTANDING, size);
         this.pointer = pointer;
         this.address = address;
         this.devicePointer = devicePointer;
@@ -55,7 +53,6 @@ public final class PinnedHostBuffer implements AutoCloseable {
             Cuda.check(rc, "cuMemHostGetDevicePointer", where);
         }
         UnsafeApi.setMemory(host, bytes, (byte) 0);
-        OUTSTANDING.addAndGet(bytes);
         return new PinnedHostBuffer(device, p, host, Cuda.address(d), bytes, where);
     }
 
@@ -78,13 +75,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
-        OUTSTANDING.addAndGet(-size);
+    protected void release() {
         Cuda.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + size + " bytes)", where);
     }
 }

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link #outstandingBytes()} is what this process allocated and has not released,
  * {@link #importedBytes()} what it imported from peers and has not released.
  */
-public final class ShareableDeviceMemory implements AutoCloseable {
+public final class ShareableDeviceMemory extends NativeResource {
     private static final AtomicLong OUTSTANDING = new AtomicLong();
     private static final AtomicLong IMPORTED = new AtomicLong();
 
@@ -26,19 +26,15 @@ public final class ShareableDeviceMemory implements AutoCloseable {
     private final long address;
     private final long size;
     private final String where;
-    /** OUTSTANDING or IMPORTED: where this memory is counted. */
-    private final AtomicLong counter;
-    private boolean closed;
 
     private ShareableDeviceMemory(CudaDevice device, long handle, long address, long size, String where,
                                   AtomicLong counter) {
+        super(device, counter, size); // counter: OUTSTANDING or IMPORTED
         this.device = device;
         this.handle = handle;
         this.address = address;
         this.size = size;
         this.where = where;
-        this.counter = counter;
-        counter.addAndGet(size);
     }
 
     /** Null when {@code device} can allocate such memory, else why not (for the log, and to fall back to IPC). */
@@ -112,9 +108,7 @@ public final class ShareableDeviceMemory implements AutoCloseable {
      * caller closes it; while it is open it holds the memory, as a mapping does.
      */
     public synchronized int exportDescriptor() {
-        if (closed) {
-            throw new IllegalStateException("shareable device memory on " + where + " is closed");
-        }
+        checkOpen("shareable device memory on " + where);
         device.makeCurrent();
         return CudaVmm.exportDescriptor(handle, where);
     }
@@ -131,13 +125,7 @@ public final class ShareableDeviceMemory implements AutoCloseable {
 
     /** Unmaps and drops this process's reference; the memory goes once no process holds one. */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        device.makeCurrent();
-        counter.addAndGet(-size);
+    protected void release() {
         CudaVmm.unmapAndRelease(address, size, handle, where);
     }
 }
