@@ -212,43 +212,7 @@ final class GpuConnection {
 
         byte[][] all = bootstrap.allGather(me.encode());
 
-        infos = new RankInfo[size];
-        GpuRankInfo[] gpus = new GpuRankInfo[size];
-        for (int r = 0; r < size; r++) {
-            infos[r] = RankInfo.decode(all[r], r, size);
-            gpus[r] = GpuRankInfo.decode(infos[r].entry(GpuCommunicator.ENTRY_DEVICE), r);
-        }
-        for (int r = 0; r < size; r++) {
-            ranksInProcess += infos[r].sameProcess(infos[rank]) ? 1 : 0;
-        }
-        if (ranksInProcess > 1) {
-            gateId = communicatorId(all);
-        }
-        for (int r = 0; r < size; r++) {
-            if (!infos[r].sameHost(infos[rank])) {
-                throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
-                        + "): GpuCommunicators.create connects GPUs of one machine only; build the communicator with"
-                        + " core's Engines.gpu (Spark does) to span hosts");
-            }
-        }
-        int sharingGpu = 0;
-        for (int r = 0; r < size; r++) {
-            sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
-            for (int q = r + 1; q < size; q++) {
-                someProcessSharesAGpu |= infos[q].sameProcess(infos[r]) && gpus[q].sameGpu(gpus[r]);
-            }
-        }
-        GpuLinkDecisions.warnAboutSharedQueues(sharingGpu, device, log);
-        if (abortRecords != null) {
-            byte[][] recordBlobs = new byte[size][];
-            for (int r = 0; r < size; r++) {
-                recordBlobs[r] = infos[r].entry(GpuCommunicator.ENTRY_ABORT_RECORD);
-            }
-            abortRecords.open(shm, infos, recordBlobs);
-        }
-        if (sharingGpu > 1) {
-            launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
-        }
+        GpuRankInfo[] gpus = meet(all);
         streamCalls = own(new StreamCalls(device, where));
         status = own(PinnedHostBuffer.allocate(device, DevCommLayout.STATUS_BYTES, owner));
         statusView = new UnsafeBuffer(status.address(), DevCommLayout.STATUS_BYTES);
@@ -344,17 +308,68 @@ final class GpuConnection {
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && ranksInProcess == 1)) {
             resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
         }
+        links = describeLinks(successors, receivesP2p, receivesStaged);
+        log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
+    }
+
+    /**
+     * Reads what every rank sent in the round: the rank infos, and from them who shares this process
+     * and GPU (the in-process connect gate, the launch gate) and the peers' abort records. Fails where
+     * a rank runs on another host. Returns every rank's GPU.
+     */
+    private GpuRankInfo[] meet(byte[][] all) {
+        infos = new RankInfo[size];
+        GpuRankInfo[] gpus = new GpuRankInfo[size];
+        for (int r = 0; r < size; r++) {
+            infos[r] = RankInfo.decode(all[r], r, size);
+            gpus[r] = GpuRankInfo.decode(infos[r].entry(GpuCommunicator.ENTRY_DEVICE), r);
+        }
+        for (int r = 0; r < size; r++) {
+            ranksInProcess += infos[r].sameProcess(infos[rank]) ? 1 : 0;
+        }
+        if (ranksInProcess > 1) {
+            gateId = communicatorId(all);
+        }
+        for (int r = 0; r < size; r++) {
+            if (!infos[r].sameHost(infos[rank])) {
+                throw new CclException("rank " + rank + ": rank " + r + " runs on another host (" + infos[r].hostId()
+                        + "): GpuCommunicators.create connects GPUs of one machine only; build the communicator with"
+                        + " core's Engines.gpu (Spark does) to span hosts");
+            }
+        }
+        int sharingGpu = 0;
+        for (int r = 0; r < size; r++) {
+            sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
+            for (int q = r + 1; q < size; q++) {
+                someProcessSharesAGpu |= infos[q].sameProcess(infos[r]) && gpus[q].sameGpu(gpus[r]);
+            }
+        }
+        GpuLinkDecisions.warnAboutSharedQueues(sharingGpu, device, log);
+        if (abortRecords != null) {
+            byte[][] recordBlobs = new byte[size][];
+            for (int r = 0; r < size; r++) {
+                recordBlobs[r] = infos[r].entry(GpuCommunicator.ENTRY_ABORT_RECORD);
+            }
+            abortRecords.open(shm, infos, recordBlobs);
+        }
+        if (sharingGpu > 1) {
+            launchGate = own(new SharedGpuLaunchGate(gateId, device.ordinal(), sharingGpu));
+        }
+        return gpus;
+    }
+
+    /** How this rank is connected (channel 0's ring, the windows it receives in and sends into, the tuner). */
+    private String describeLinks(Map<Integer, PeerWindow> successors, boolean receivesP2p, boolean receivesStaged) {
         StringBuilder via = new StringBuilder();
         for (Map.Entry<Integer, PeerWindow> e : successors.entrySet()) {
             via.append(via.length() == 0 ? "" : ", ").append("to ").append(e.getKey()).append(" via ").append(e.getValue().via());
         }
-        links = "ring " + rings.get(0).prev(rank) + " -> " + rank + " -> " + rings.get(0).next(rank)
+        return "ring " + rings.get(0).prev(rank) + " -> " + rank + " -> " + rings.get(0).next(rank)
                 + (successors.size() > 1 ? " on channel 0 (" + successors.size() + " successors over the rings)" : "")
                 + ": receives via "
                 + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
                 + ", sends " + via + ", " + tuner.describe()
                 + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "");
-        log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
     }
 
     /** The same on every rank of this communicator, different for every other (the round carries random secrets). */

@@ -248,7 +248,7 @@ final class GpuLauncher {
      * checkErrors.
      */
     void enqueue(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root,
-                         CudaStream on) {
+            CudaStream on) {
         if (on.device() != device) {
             throw new IllegalArgumentException("rank " + rank + ": the stream belongs to " + on.device().where()
                     + ", this communicator to " + device.where());
