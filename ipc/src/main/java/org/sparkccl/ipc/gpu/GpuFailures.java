@@ -233,11 +233,6 @@ final class GpuFailures {
         return e;
     }
 
-    /** A peer's abort record says it failed ({@code when}: what this rank was doing), or null. */
-    PeerFailedException peerAbort(String when) {
-        return c.abortRecords == null ? null : c.abortRecords.peerAbort(when);
-    }
-
     /**
      * {@link GpuCommunicator#abort}: this rank failed between its collectives. Its record says why, then
      * its abort word goes up, so that peers in or entering a collective with it stop naming it.
