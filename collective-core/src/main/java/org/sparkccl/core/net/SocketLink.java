@@ -71,6 +71,11 @@ abstract class SocketLink implements AutoCloseable {
         }
     }
 
+    /** Counts off-heap bytes of a connection that is not a SocketLink ({@link DirectLink}) with the links'. */
+    static void countOffHeap(long bytes) {
+        OUTSTANDING.addAndGet(bytes);
+    }
+
     /** Off-heap bytes of every link in this JVM not closed yet: tests assert it returns to 0. */
     static long outstandingBytes() {
         return OUTSTANDING.get();
