@@ -129,9 +129,11 @@ final class DirectLink implements AutoCloseable {
     /**
      * Reads what has arrived of the connection's next frame, without going past its end; true if
      * anything came. Throws the peer's abort, its death (the stream ended without a goodbye), a frame
-     * too long for this link, and, where {@code awaited} (this rank needs the frame now), the peer's close.
+     * too long for this link, and, where {@code awaited} (this rank needs the frame now), the peer's
+     * close. An awaited frame of {@code expectedBody} data bytes is read in one go, length and all (one
+     * syscall, not two): a frame of another length is another call's, which fails this one anyway.
      */
-    boolean readSome(boolean awaited) {
+    boolean readSome(boolean awaited, int expectedBody) {
         checkFailure();
         if (peerClosed) {
             if (awaited) {
@@ -150,7 +152,7 @@ final class DirectLink implements AutoCloseable {
                 }
                 if (n == SocketLink.FRAME_CLOSE) {
                     peerClosed = true;
-                    return readSome(awaited) || true; // throws where the frame is awaited
+                    return readSome(awaited, expectedBody) || true; // throws where the frame is awaited
                 }
                 if (n < 2 * CollectiveHeader.BYTES || n > in.capacity() - 4) {
                     throw fail(new CclException("rank " + rank + ": " + peerName + " sent a direct frame of " + n
@@ -159,7 +161,8 @@ final class DirectLink implements AutoCloseable {
                 }
                 frameLength = n;
             }
-            int limit = frameLength == UNKNOWN ? PREFIX : 4 + frameLength;
+            int limit = frameLength != UNKNOWN ? 4 + frameLength
+                    : awaited && expectedBody >= 0 && expectedBody <= in.capacity() - PREFIX ? PREFIX + expectedBody : PREFIX;
             if (in.position() >= limit) {
                 return progressed;
             }
@@ -182,7 +185,7 @@ final class DirectLink implements AutoCloseable {
 
     /** The frame being read arrived whole. */
     boolean complete() {
-        return frameLength != UNKNOWN && in.position() == 4 + frameLength;
+        return frameLength != UNKNOWN && in.position() >= 4 + frameLength;
     }
 
     /** Where the complete frame's two headers lie. */

@@ -49,9 +49,12 @@ final class RecursiveDoubling implements AutoCloseable {
     private final Selector selector;
     private final WaitLoop wait;
     private final long pollNs;
+    private final boolean yieldWhilePolling;
     private final int maxBytes;
 
-    private RecursiveDoubling(int pos, int n, WaitLoop wait, long pollNs, int maxBytes) throws IOException {
+    private RecursiveDoubling(int pos, int n, WaitLoop wait, long pollNs, boolean yieldWhilePolling, int maxBytes)
+            throws IOException {
+        this.yieldWhilePolling = yieldWhilePolling;
         this.pos = pos;
         this.n = n;
         this.byPos = new DirectLink[n];
@@ -66,10 +69,11 @@ final class RecursiveDoubling implements AutoCloseable {
      * lower of two connects, the higher takes it from its listener. Collective: every rank of the group.
      */
     static RecursiveDoubling connect(SocketListener listener, RankInfo[] all, int[] group, int pos, int tag,
-                                     int maxBytes, long pollNs, WaitLoop wait, long deadlineNs, BooleanSupplier cancelled) {
+                                     int maxBytes, long pollNs, boolean yieldWhilePolling, WaitLoop wait, long deadlineNs,
+                                     BooleanSupplier cancelled) {
         RecursiveDoubling rd;
         try {
-            rd = new RecursiveDoubling(pos, group.length, wait, pollNs, maxBytes);
+            rd = new RecursiveDoubling(pos, group.length, wait, pollNs, yieldWhilePolling, maxBytes);
         } catch (IOException e) {
             throw new CclException("rank " + group[pos] + ": cannot open a selector for the direct connections: " + e, e);
         }
@@ -153,7 +157,7 @@ final class RecursiveDoubling implements AutoCloseable {
                 // Hands its data to the odd neighbour, which takes its place, and waits for the result.
                 partner = byPos[pos + 1];
                 partner.startFrame(headers, send, bytes);
-                await(partner, true, step);
+                await(partner, true, bytes, step);
                 check.check(partner, bytes);
                 if (bytes > 0) {
                     BulkCopy.copy(partner.bodyAddress(), recv, bytes);
@@ -162,7 +166,7 @@ final class RecursiveDoubling implements AutoCloseable {
                 return;
             }
             partner = byPos[pos - 1];
-            await(partner, true, step++);
+            await(partner, true, bytes, step++);
             check.check(partner, bytes);
             Reduction.reduce(type, op, partner.bodyAddress(), send, recv, count);
             partner.consumed();
@@ -175,7 +179,7 @@ final class RecursiveDoubling implements AutoCloseable {
             DirectLink partner = byPos[place(newRank ^ mask, rem)];
             partner.startFrame(headers, cur, bytes);
             // Both: the frame must be out before recv, which it may be, is written.
-            await(partner, true, step++);
+            await(partner, true, bytes, step++);
             check.check(partner, bytes);
             Reduction.reduce(type, op, partner.bodyAddress(), cur, recv, count);
             partner.consumed();
@@ -187,7 +191,7 @@ final class RecursiveDoubling implements AutoCloseable {
         if (pos < 2 * rem) {
             DirectLink partner = byPos[pos - 1];
             partner.startFrame(headers, recv, bytes);
-            await(partner, false, step);
+            await(partner, false, bytes, step);
         }
     }
 
@@ -202,14 +206,14 @@ final class RecursiveDoubling implements AutoCloseable {
      * arrived whole: polls the socket for {@code pollNs}, then sleeps in the selector, which also
      * wakes for the other partners' bytes (their aborts and deaths end the wait at once).
      */
-    private void await(DirectLink link, boolean receive, int step) {
+    private void await(DirectLink link, boolean receive, int bytes, int step) {
         long pollUntil = 0;
         boolean polling = pollNs > 0;
         try {
             while (true) {
                 boolean progress = link.writeSome();
                 if (receive) {
-                    progress |= link.readSome(true);
+                    progress |= link.readSome(true, bytes);
                 }
                 if ((!receive || link.complete()) && !link.writePending()) {
                     return;
@@ -223,7 +227,11 @@ final class RecursiveDoubling implements AutoCloseable {
                         pollUntil = now + pollNs;
                     }
                     if (now - pollUntil < 0) {
-                        Thread.onSpinWait();
+                        if (yieldWhilePolling) {
+                            Thread.yield(); // ranks outnumber cores: the partner may need this one
+                        } else {
+                            Thread.onSpinWait();
+                        }
                         wait.poll(link.peer, step, receive ? link.waitingForData : link.waitingForRoom);
                         continue;
                     }
@@ -237,7 +245,7 @@ final class RecursiveDoubling implements AutoCloseable {
                 // Every partner's bytes: an abort or a death ends this wait; a frame for later is kept.
                 for (DirectLink l : links) {
                     if (l != link || !receive) {
-                        l.readSome(false);
+                        l.readSome(false, -1);
                     }
                 }
                 wait.checkNow(link.peer, step, receive ? link.waitingForData : link.waitingForRoom);

@@ -50,6 +50,8 @@ public final class SocketCommunicator implements Communicator {
      * a core of its own (docs/perf/socket-allreduce-notes.md).
      */
     static final long DEFAULT_POLL_US = 50;
+    /** The same where the host's ranks outnumber its cores; they yield between polls there. */
+    static final long OVERSUBSCRIBED_POLL_US = 200;
     private final int rank;
     private final int size;
     private final int[] group;
@@ -119,12 +121,13 @@ public final class SocketCommunicator implements Communicator {
         primitives = new SocketPrimitives(ring, wait, slotBytes, splitSteps);
         long smallBytes = Math.min(params.get(Params.SOCKET_SMALL_BYTES), Integer.MAX_VALUE / 2);
         if (smallBytes > 0 && !"Ring".equalsIgnoreCase(params.get(Params.ALGO))) {
+            boolean oversubscribed = all[me].ranksOnHost(all) > Runtime.getRuntime().availableProcessors();
             long pollUs = params.get(Params.SOCKET_POLL_US);
             if (pollUs < 0) {
-                pollUs = all[me].ranksOnHost(all) <= Runtime.getRuntime().availableProcessors() ? DEFAULT_POLL_US : 0;
+                pollUs = oversubscribed ? OVERSUBSCRIBED_POLL_US : DEFAULT_POLL_US;
             }
             small = RecursiveDoubling.connect(listener, all, group, rank, tag, (int) smallBytes,
-                    TimeUnit.MICROSECONDS.toNanos(pollUs), wait, deadline, cancelled);
+                    TimeUnit.MICROSECONDS.toNanos(pollUs), oversubscribed, wait, deadline, cancelled);
             log.info(Subsys.NET, "Direct %02d : %d -> %s for all-reduces up to %d B (recursive doubling over direct"
                     + " connections; polls %d us)", tag, me, partnerRanks(), smallBytes, pollUs);
         }
