@@ -349,7 +349,7 @@ public final class AllReducePerf implements Callable<Integer> {
                 String bound = bind(me.rank());
                 String devices = describeDevices(bootstrap, gpu, ordinal, cores, bound);
                 return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), queued,
-                        me.rank() == 0 ? System.out : null, types, ops).run(devices);
+                        me.rank() == 0 ? System.out : null, types, ops, bootstrap::barrier).run(devices);
             }
         } catch (CclException e) {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
@@ -451,9 +451,12 @@ public final class AllReducePerf implements Callable<Integer> {
         private final long saved;
         /** -z 0: the timed calls are queued on a stream (null: blocking calls). */
         private final QueuedGpuCalls queued;
+        /** A barrier outside the communicator (the launcher's bootstrap): lines the ranks up before --first-calls. */
+        private final Runnable bootstrapBarrier;
 
         Sweep(Communicator comm, PerfMemory memory, long saved, QueuedGpuCalls queued, PrintStream out,
-              List<DataType> types, List<ReduceOp> ops) {
+              List<DataType> types, List<ReduceOp> ops, Runnable bootstrapBarrier) {
+            this.bootstrapBarrier = bootstrapBarrier;
             this.queued = queued;
             this.comm = comm;
             this.memory = memory;
@@ -584,20 +587,23 @@ public final class AllReducePerf implements Callable<Integer> {
         /**
          * --first-calls: the first N calls of the smallest size, out of place, right after the
          * communicator was built and before any warm-up, timed one by one; rank 0 prints the slowest
-         * rank's first call and means of calls 1-10, 11-100 and 101-N, and the result is checked.
+         * rank's first three calls and means of calls 1-10, 11-100 and 101-N, and the result is checked.
          */
         private void firstCalls(DataType type, ReduceOp reduceOp) {
             long count = Math.max(1, minBytes / type.size());
             ReferenceCheck check = new ReferenceCheck(type, reduceOp, comm.size(), ReferenceCheck.seed(SEED, "first"));
             memory.fill(check, comm.rank(), send, count);
             long[] callNs = new long[firstCalls];
+            // Every rank starts the first call together (the bootstrap's barrier, not a collective, which
+            // would warm the path up): the first call's time is then its own, not a late peer's.
+            bootstrapBarrier.run();
             for (int i = 0; i < firstCalls; i++) {
                 long t0 = System.nanoTime();
                 comm.allReduce(send, recv, count, type, reduceOp);
                 callNs[i] = System.nanoTime() - t0;
             }
             long wrong = memory.check(check, recv, count).wrong();
-            int[][] ranges = {{0, 1}, {0, 10}, {10, 100}, {100, firstCalls}};
+            int[][] ranges = {{0, 1}, {1, 2}, {2, 3}, {0, 10}, {10, 100}, {100, firstCalls}};
             StringBuilder line = new StringBuilder(String.format(Locale.ROOT,
                     "# first %d calls at %d B (out of place, before any warm-up; slowest rank, us):", firstCalls,
                     count * type.size()));
