@@ -74,27 +74,21 @@ for line in open(sys.argv[1]):
     times[(np, name, int(size))].append(float(us))
 def human(n):
     return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB"
+def table(np, title, data, fmt):
+    names = [n for n in dict.fromkeys(k[1] for k in data if k[0] == np) if n != "OpenMPI TCP"]
+    print(f"\n{np}: {title} per round (median; ratio of medians to OpenMPI's)\n")
+    print("| size | OpenMPI TCP | " + " | ".join(names) + " |")
+    print("| ---: | ---: |" + " ---: |" * len(names))
+    for size in sorted({k[2] for k in data if k[0] == np}):
+        ref = statistics.median(data[(np, "OpenMPI TCP", size)])
+        cells = [" / ".join(fmt.format(x) for x in data[(np, "OpenMPI TCP", size)]) + " (" + fmt.format(ref) + ")"]
+        for n in names:
+            xs = data[(np, n, size)]
+            m = statistics.median(xs)
+            cells.append(" / ".join(fmt.format(x) for x in xs) + " (" + fmt.format(m) + f"; {m / ref:.2f}x)")
+        print(f"| {human(size)} | " + " | ".join(cells) + " |")
 for np in sorted({k[0] for k in runs}):
-    names = [n for n in dict.fromkeys(k[1] for k in runs if k[0] == np) if n != "OpenMPI TCP"]
-    print(f"\n{np}: busbw GB/s per round (median; ratio of medians to OpenMPI's)\n")
-    print("| size | OpenMPI TCP | " + " | ".join(names) + " |")
-    print("| ---: | ---: |" + " ---: |" * len(names))
-    for size in sorted({k[2] for k in runs if k[0] == np}):
-        ref = statistics.median(runs[(np, "OpenMPI TCP", size)])
-        cells = [" / ".join(f"{x:.2f}" for x in runs[(np, "OpenMPI TCP", size)]) + f" ({ref:.2f})"]
-        for n in names:
-            xs = runs[(np, n, size)]
-            cells.append(" / ".join(f"{x:.2f}" for x in xs) + f" ({statistics.median(xs):.2f}; {statistics.median(xs) / ref:.2f}x)")
-        print(f"| {human(size)} | " + " | ".join(cells) + " |")
-    print(f"\n{np}: time of a call, us, per round (median; ratio of medians to OpenMPI's)\n")
-    print("| size | OpenMPI TCP | " + " | ".join(names) + " |")
-    print("| ---: | ---: |" + " ---: |" * len(names))
-    for size in sorted({k[2] for k in times if k[0] == np}):
-        ref = statistics.median(times[(np, "OpenMPI TCP", size)])
-        cells = [" / ".join(f"{x:.0f}" for x in times[(np, "OpenMPI TCP", size)]) + f" ({ref:.0f})"]
-        for n in names:
-            xs = times[(np, n, size)]
-            cells.append(" / ".join(f"{x:.0f}" for x in xs) + f" ({statistics.median(xs):.0f}; {statistics.median(xs) / ref:.2f}x)")
-        print(f"| {human(size)} | " + " | ".join(cells) + " |")
+    table(np, "busbw GB/s", runs, "{:.2f}")
+    table(np, "time of a call, us,", times, "{:.0f}")
 PY
 exit $status

@@ -64,7 +64,7 @@ final class DirectLink implements AutoCloseable {
         this.rank = rank;
         this.peer = peer;
         this.channel = channel;
-        this.peerName = "rank " + peer + " (" + remote(channel) + ")";
+        this.peerName = "rank " + peer + " (" + SocketLink.remote(channel) + ")";
         this.waitingForData = "data from " + peerName + " (direct connection)";
         this.waitingForRoom = "room to send to " + peerName + " (direct connection)";
         this.in = ByteBuffer.allocateDirect(PREFIX + maxBodyBytes);
@@ -328,13 +328,5 @@ final class DirectLink implements AutoCloseable {
         BufferUtil.free(in);
         BufferUtil.free(outPrefix);
         SocketLink.countOffHeap(-(in.capacity() + outPrefix.capacity()));
-    }
-
-    private static String remote(SocketChannel ch) {
-        try {
-            return String.valueOf(ch.getRemoteAddress()).replaceFirst("^[^/]*/", "");
-        } catch (IOException e) {
-            return "?";
-        }
     }
 }

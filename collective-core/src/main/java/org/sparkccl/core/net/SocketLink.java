@@ -164,7 +164,8 @@ abstract class SocketLink implements AutoCloseable {
         }
     }
 
-    private static String remote(SocketChannel ch) {
+    /** The peer's address as "host:port", for messages. */
+    static String remote(SocketChannel ch) {
         try {
             return String.valueOf(ch.getRemoteAddress()).replaceFirst("^[^/]*/", "");
         } catch (IOException e) {
