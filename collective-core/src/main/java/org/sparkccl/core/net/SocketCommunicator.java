@@ -29,7 +29,9 @@ import org.sparkccl.core.wait.WaitLoop;
  * successor by {@link Params#SOCKET_CONNECTIONS} connections ({@link SocketRing}), running
  * {@link RingCollectives} on {@link SocketPrimitives}. Every collective first sends its 32-byte
  * header round the ring, so that ranks whose calls differ fail (a failing rank's abort travels on
- * round the ring with its message). Ranks are numbered by their place in the group.
+ * round the ring with its message). All-reduces of up to {@link Params#SOCKET_SMALL_BYTES} go by
+ * {@link RecursiveDoubling} over direct connections instead, their headers on every frame. Ranks are
+ * numbered by their place in the group.
  */
 public final class SocketCommunicator implements Communicator {
     static {
