@@ -12,6 +12,8 @@
 # Usage (on the device, from the repository root; carry the folders):
 #   scripts/gpu-package.sh .device && scripts/openmpi-bundle.sh .device     (here, once)
 #   ROUNDS=3 VARIANTS="default SPARKCCL_SOCKET_SMALL_BYTES=0" bash scripts/socket-bench-device.sh .device .device
+#   FIRST_CALLS=1 adds shared memory's first 1000 calls of a fresh JVM (allreduce-perf --first-calls),
+#   without and with the communicator's warm-up, and OpenMPI's shared-memory 1 KB beside them.
 #   PKG: scripts/gpu-package.sh's folder (lib/*.jar, jre.tgz); OMPI_DIR: holds openmpi.tgz. A PKG without
 #   jre.tgz runs the java on PATH (JAVA=... picks another).
 set -uo pipefail
@@ -63,6 +65,22 @@ for round in $(seq 1 "$rounds"); do
         done
     done
 done
+if [ "${FIRST_CALLS:-0}" = 1 ]; then
+    # Shared memory, 2 ranks, 1 KB: a fresh JVM's first 1000 calls (tiered JIT, as a Spark executor),
+    # without and with the communicator's warm-up, against the steady state of the same run.
+    for round in $(seq 1 "$rounds"); do
+        for w in 0 default; do
+            envs=(); [ "$w" = 0 ] && envs=(SPARKCCL_WARMUP_CALLS=0)
+            env "${envs[@]}" timeout 300 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf -g 2 \
+                --device cpu --transport shm -b 1K -e 1K -w 1000 -n 20000 -c 1 -d float -o sum --first-calls 1000 \
+                --tiered-jit > "$work/out.txt" 2>&1 || { echo "first calls (warm-up $w) failed" >&2; status=1; }
+            echo "first calls, round $round, warm-up $w: $(grep -E '^# first' "$work/out.txt" | sed 's/^# //')"
+            echo "  steady state: $(awk '/^ +1024 /{print "out of place", $6, "us, in place", $10, "us"}' "$work/out.txt")"
+        done
+        orterun --oversubscribe -np 2 mpi_allreduce -b 1K -e 1K -w 1000 -n 20000 -c 1 2>/dev/null \
+            | awk '/^ +1024 /{print "  OpenMPI shared memory 1 KB: out of place", $6, "us, in place", $10, "us"}'
+    done
+fi
 echo "load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$log" <<'PY'
 import collections, statistics, sys

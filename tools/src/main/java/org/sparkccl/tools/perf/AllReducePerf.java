@@ -195,6 +195,9 @@ public final class AllReducePerf implements Callable<Integer> {
                     + " first steps pay for class loading and the JIT; 0 (default) skips it")
     int firstCalls;
 
+    /** How long this rank took to build its communicator (its warm-up included), for --first-calls. */
+    private double buildMs;
+
     @Option(names = "--tiered-jit",
             description = "CPU ranks keep the JVM's default tiered compilation, as a Spark executor runs, instead of"
                     + " C2 only (see --first-calls)")
@@ -339,6 +342,7 @@ public final class AllReducePerf implements Callable<Integer> {
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
             int ordinal = gpu ? me.rank() % Math.min(ranks, Engines.visibleGpus()) : me.rank();
+            long buildStart = System.nanoTime();
             try (Communicator comm = communicator(bootstrap, gpu, ordinal, params);
                  PerfMemory memory = gpu ? deviceMemory(comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
@@ -347,6 +351,7 @@ public final class AllReducePerf implements Callable<Integer> {
                 // Bound only now: the communicator sizes its spinning by the cores the creating
                 // thread may use, which binding narrows to one.
                 String bound = bind(me.rank());
+                buildMs = (System.nanoTime() - buildStart) / 1e6;
                 String devices = describeDevices(bootstrap, gpu, ordinal, cores, bound);
                 return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), queued,
                         me.rank() == 0 ? System.out : null, types, ops, bootstrap::barrier).run(devices);
@@ -623,8 +628,11 @@ public final class AllReducePerf implements Callable<Integer> {
                         to - r[0] == 1 ? new Object[] {r[0] + 1, slowest} : new Object[] {r[0] + 1, to, slowest}));
             }
             long wrongTotal = memory.allReduceBits(comm, wrong, DataType.INT64, ReduceOp.SUM);
+            double build = Double.longBitsToDouble(memory.allReduceBits(comm, Double.doubleToRawLongBits(buildMs),
+                    DataType.FLOAT64, ReduceOp.MAX));
             if (out != null) {
-                out.println(line.append(" #wrong ").append(wrongTotal));
+                out.println(line.append(String.format(Locale.ROOT, " communicator built in %.1f ms; #wrong ", build))
+                        .append(wrongTotal));
             }
             if (wrongTotal != 0) {
                 throw new CclException("--first-calls: " + wrongTotal + " wrong elements");
