@@ -6,18 +6,29 @@
 #   sparkccl's allreduce-perf with --transport socket at 2 and 4 ranks (one TCP ring) and at 4 ranks
 #   two-level (--pretend-hosts 2: shared memory inside each pretend host, TCP across);
 # interleaved per round, every sparkccl layout once per VARIANT (env settings joined by commas, or
-# "default"). Every run checks its results (#wrong must be 0, else the script fails). Prints each run,
-# then per layout and size the rounds' busbw, their median and the ratio of medians to OpenMPI's.
-# Usage (on the device, from the repository root):
-#   ROUNDS=3 VARIANTS="default SPARKCCL_SOCKET_SPLIT=0" bash scripts/socket-bench-device.sh PKG OMPI_DIR
-#   PKG: scripts/gpu-package.sh's folder (lib/*.jar, jre.tgz); OMPI_DIR: holds openmpi.tgz.
+# "default"; by default the small all-reduce by recursive doubling against the ring alone). Every run
+# checks its results (#wrong must be 0, else the script fails). Prints per layout and size the rounds'
+# busbw, their median and the ratio of medians to OpenMPI's, then the same for the time of a call (us).
+# Usage (on the device, from the repository root; carry the folders):
+#   scripts/gpu-package.sh .device && scripts/openmpi-bundle.sh .device     (here, once)
+#   ROUNDS=3 VARIANTS="default SPARKCCL_SOCKET_SMALL_BYTES=0" bash scripts/socket-bench-device.sh .device .device
+#   FIRST_CALLS=1 adds shared memory's first 1000 calls of a fresh JVM (allreduce-perf --first-calls),
+#   without and with the communicator's warm-up, and OpenMPI's shared-memory 1 KB beside them.
+#   PKG: scripts/gpu-package.sh's folder (lib/*.jar, jre.tgz); OMPI_DIR: holds openmpi.tgz. A PKG without
+#   jre.tgz runs the java on PATH (JAVA=... picks another).
 set -uo pipefail
 pkg=${1:?PKG}; ompi=${2:?OMPI_DIR}
-rounds=${ROUNDS:-3}; variants=${VARIANTS:-default}; sizes=${SIZES:--b 16K -e 64M -f 4}; iters=${ITERS:--w 10 -n 30}
+rounds=${ROUNDS:-3}; variants=${VARIANTS:-default SPARKCCL_SOCKET_SMALL_BYTES=0}; sizes=${SIZES:--b 1K -e 64M -f 4}
+iters=${ITERS:--w 10 -n 30}
 work=${WORK:-/tmp/socket-bench}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
-[ -x "$work/jre/bin/java" ] || { mkdir -p "$work/jre-x" && tar xzf "$pkg/jre.tgz" -C "$work/jre-x" && mv "$work/jre-x"/* "$work/jre"; }
+java=${JAVA:-}
+if [ -z "$java" ] && [ -f "$pkg/jre.tgz" ]; then
+    [ -x "$work/jre/bin/java" ] || { mkdir -p "$work/jre-x" && tar xzf "$pkg/jre.tgz" -C "$work/jre-x" && mv "$work/jre-x"/* "$work/jre"; }
+    java=$work/jre/bin/java
+fi
+java=${java:-java}
 [ -d "$work/openmpi" ] || tar xzf "$ompi/openmpi.tgz" -C "$work"
 # shellcheck disable=SC1091
 source "$work/openmpi/env.sh"
@@ -27,8 +38,8 @@ export SPARKCCL_SOCKET_ADDRESS=127.0.0.1
 log=$work/runs.txt
 : > "$log"
 status=0
-report() { # name file: one line per size: name size busbw
-    awk -v name="$1" '/^ +[0-9]+ / {printf "%s|%s|%s\n", name, $1, $8; if ($9 != 0) bad = 1} END {exit bad}' "$2" >> "$log" \
+report() { # name file: one line per size: name size busbw time
+    awk -v name="$1" '/^ +[0-9]+ / {printf "%s|%s|%s|%s\n", name, $1, $8, $6; if ($9 != 0) bad = 1} END {exit bad}' "$2" >> "$log" \
         || { echo "socket-bench-device: WRONG ELEMENTS in $1" >&2; status=1; }
 }
 echo "machine: $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load at start $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -46,7 +57,7 @@ for round in $(seq 1 "$rounds"); do
             for v in $variants; do
                 envs=(SPARKCCL_BENCH_VARIANT="$v"); [ "$v" = default ] || envs+=(${v//,/ })
                 # shellcheck disable=SC2086
-                env "${envs[@]}" timeout 300 "$work/jre/bin/java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf \
+                env "${envs[@]}" timeout 300 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf \
                     -g $np "${args[@]}" --device cpu $sizes $iters -c 1 -d float -o sum > "$work/out.txt" 2>&1 \
                     || { echo "sparkccl $layout np$np $v failed" >&2; tail -5 "$work/out.txt" >&2; status=1; }
                 report "$round|np$np|sparkccl $layout $v" "$work/out.txt"
@@ -54,26 +65,48 @@ for round in $(seq 1 "$rounds"); do
         done
     done
 done
+if [ "${FIRST_CALLS:-0}" = 1 ]; then
+    # Shared memory, 2 ranks, 1 KB: a fresh JVM's first 1000 calls (tiered JIT, as a Spark executor),
+    # without and with the communicator's warm-up, against the steady state of the same run.
+    for round in $(seq 1 "$rounds"); do
+        for w in 0 default; do
+            envs=(); [ "$w" = 0 ] && envs=(SPARKCCL_WARMUP_CALLS=0)
+            env "${envs[@]}" timeout 300 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf -g 2 \
+                --device cpu --transport shm -b 1K -e 1K -w 1000 -n 20000 -c 1 -d float -o sum --first-calls 1000 \
+                --tiered-jit > "$work/out.txt" 2>&1 || { echo "first calls (warm-up $w) failed" >&2; status=1; }
+            echo "first calls, round $round, warm-up $w: $(grep -E '^# first' "$work/out.txt" | sed 's/^# //')"
+            echo "  steady state: $(awk '/^ +1024 /{print "out of place", $6, "us, in place", $10, "us"}' "$work/out.txt")"
+        done
+        orterun --oversubscribe -np 2 mpi_allreduce -b 1K -e 1K -w 1000 -n 20000 -c 1 2>/dev/null \
+            | awk '/^ +1024 /{print "  OpenMPI shared memory 1 KB: out of place", $6, "us, in place", $10, "us"}'
+    done
+fi
 echo "load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$log" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(list)
+times = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    _, np, name, size, busbw = line.strip().split("|")
+    _, np, name, size, busbw, us = line.strip().split("|")
     runs[(np, name, int(size))].append(float(busbw))
+    times[(np, name, int(size))].append(float(us))
 def human(n):
     return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB"
-for np in sorted({k[0] for k in runs}):
-    names = [n for n in dict.fromkeys(k[1] for k in runs if k[0] == np) if n != "OpenMPI TCP"]
-    print(f"\n{np}: busbw GB/s per round (median; ratio of medians to OpenMPI's)\n")
+def table(np, title, data, fmt):
+    names = [n for n in dict.fromkeys(k[1] for k in data if k[0] == np) if n != "OpenMPI TCP"]
+    print(f"\n{np}: {title} per round (median; ratio of medians to OpenMPI's)\n")
     print("| size | OpenMPI TCP | " + " | ".join(names) + " |")
     print("| ---: | ---: |" + " ---: |" * len(names))
-    for size in sorted({k[2] for k in runs if k[0] == np}):
-        ref = statistics.median(runs[(np, "OpenMPI TCP", size)])
-        cells = [" / ".join(f"{x:.2f}" for x in runs[(np, "OpenMPI TCP", size)]) + f" ({ref:.2f})"]
+    for size in sorted({k[2] for k in data if k[0] == np}):
+        ref = statistics.median(data[(np, "OpenMPI TCP", size)])
+        cells = [" / ".join(fmt.format(x) for x in data[(np, "OpenMPI TCP", size)]) + " (" + fmt.format(ref) + ")"]
         for n in names:
-            xs = runs[(np, n, size)]
-            cells.append(" / ".join(f"{x:.2f}" for x in xs) + f" ({statistics.median(xs):.2f}; {statistics.median(xs) / ref:.2f}x)")
+            xs = data[(np, n, size)]
+            m = statistics.median(xs)
+            cells.append(" / ".join(fmt.format(x) for x in xs) + " (" + fmt.format(m) + f"; {m / ref:.2f}x)")
         print(f"| {human(size)} | " + " | ".join(cells) + " |")
+for np in sorted({k[0] for k in runs}):
+    table(np, "busbw GB/s", runs, "{:.2f}")
+    table(np, "time of a call, us,", times, "{:.0f}")
 PY
 exit $status

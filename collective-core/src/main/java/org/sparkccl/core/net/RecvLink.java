@@ -52,6 +52,15 @@ final class RecvLink extends SocketLink {
         return slotAddress(h);
     }
 
+    /** Address of the next slot if it arrived and holds {@code bytes}, without taking it; else 0. */
+    long peek(int bytes) {
+        long h = head.get();
+        if (tail.get() == h || lengths[(int) (h % steps)] != bytes) {
+            return 0;
+        }
+        return slotAddress(h);
+    }
+
     void release() {
         head.set(head.get() + 1);
         wakeIoThread();

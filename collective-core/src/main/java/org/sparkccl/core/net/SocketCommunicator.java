@@ -29,7 +29,9 @@ import org.sparkccl.core.wait.WaitLoop;
  * successor by {@link Params#SOCKET_CONNECTIONS} connections ({@link SocketRing}), running
  * {@link RingCollectives} on {@link SocketPrimitives}. Every collective first sends its 32-byte
  * header round the ring, so that ranks whose calls differ fail (a failing rank's abort travels on
- * round the ring with its message). Ranks are numbered by their place in the group.
+ * round the ring with its message). All-reduces of up to {@link Params#SOCKET_SMALL_BYTES} go by
+ * {@link RecursiveDoubling} over direct connections instead, their headers on every frame. Ranks are
+ * numbered by their place in the group.
  */
 public final class SocketCommunicator implements Communicator {
     static {
@@ -45,6 +47,13 @@ public final class SocketCommunicator implements Communicator {
      * within noise (docs/perf/socket-allreduce-notes.md).
      */
     static final int STEPS = 2;
+    /**
+     * Microseconds a rank polls its direct connections before it sleeps in the selector, where it has
+     * a core of its own (docs/perf/socket-allreduce-notes.md).
+     */
+    static final long DEFAULT_POLL_US = 50;
+    /** The same where the host's ranks outnumber its cores; they yield between polls there. */
+    static final long OVERSUBSCRIBED_POLL_US = 200;
     private final int rank;
     private final int size;
     private final int[] group;
@@ -52,6 +61,8 @@ public final class SocketCommunicator implements Communicator {
     private SocketRing ring;
     private WaitLoop wait;
     private SocketPrimitives primitives;
+    /** The small all-reduce's direct connections; null where it is off or the group has one rank. */
+    private RecursiveDoubling small;
     /** This rank's header and its outer call's, then the predecessor's two. */
     private final long headerScratch = UnsafeApi.allocateMemory(4L * CollectiveHeader.BYTES);
     private int sequence;
@@ -110,6 +121,18 @@ public final class SocketCommunicator implements Communicator {
         int split = params.get(Params.SOCKET_SPLIT);
         boolean splitSteps = split < 0 ? NetRound.coresForParallelLinks(all, connections) : split > 0;
         primitives = new SocketPrimitives(ring, wait, slotBytes, splitSteps);
+        long smallBytes = Math.min(params.get(Params.SOCKET_SMALL_BYTES), Integer.MAX_VALUE / 2);
+        if (smallBytes > 0 && !"Ring".equalsIgnoreCase(params.get(Params.ALGO))) {
+            boolean oversubscribed = all[me].ranksOnHost(all) > Runtime.getRuntime().availableProcessors();
+            long pollUs = params.get(Params.SOCKET_POLL_US);
+            if (pollUs < 0) {
+                pollUs = oversubscribed ? OVERSUBSCRIBED_POLL_US : DEFAULT_POLL_US;
+            }
+            small = RecursiveDoubling.connect(listener, all, group, rank, tag, (int) smallBytes,
+                    TimeUnit.MICROSECONDS.toNanos(pollUs), oversubscribed, wait, deadline, cancelled);
+            log.info(Subsys.NET, "Direct %02d : %d -> %s for all-reduces up to %d B (recursive doubling over direct"
+                    + " connections; polls %d us)", tag, me, partnerRanks(), smallBytes, pollUs);
+        }
         StringBuilder text = new StringBuilder();
         for (int i = 0; i <= size; i++) {
             text.append(i == 0 ? "" : " -> ").append(group[i % size]);
@@ -120,6 +143,14 @@ public final class SocketCommunicator implements Communicator {
                 NetRound.address(all[next]), STEPS, slotBytes, SocketPrimitives.SPLIT_MIN_BYTES >> 10,
                 splitSteps ? "split across the connections, sent in parallel"
                         : split == 0 ? "not split (SPARKCCL_SOCKET_SPLIT=0)" : "not split (too few cores per rank)");
+    }
+
+    private String partnerRanks() {
+        StringBuilder text = new StringBuilder("[");
+        for (int p : RecursiveDoubling.partners(rank, size)) {
+            text.append(text.length() > 1 ? ", " : "").append(group[p]);
+        }
+        return text.append(']').toString();
     }
 
     private static int indexOf(int[] group, int rank) {
@@ -149,6 +180,10 @@ public final class SocketCommunicator implements Communicator {
     @Override
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
         int es = type.size();
+        if (small != null && count >= 0 && count * es <= small.maxBytes()) {
+            runSmall(send, recv, count, type, op);
+            return;
+        }
         run(Kind.ALL_REDUCE, type, op, 0, count, count * es, send, recv, (p, chunk) ->
                 RingCollectives.allReduce(p, send, recv, 0, count, es, size, rank, chunk));
     }
@@ -216,12 +251,7 @@ public final class SocketCommunicator implements Communicator {
             CollectiveHeader outerCall = outer;
             outer = null;
             int h = CollectiveHeader.BYTES;
-            mine.write(headerScratch);
-            if (outerCall != null) {
-                outerCall.write(headerScratch + h);
-            } else {
-                UnsafeApi.setMemory(headerScratch + h, h, (byte) 0);
-            }
+            writeHeaders(mine, outerCall);
             primitives.begin(type, op, size);
             primitives.sendHeader(headerScratch, 2 * h);
             // The predecessor's header is checked before anything it sent is read, but only once this
@@ -236,6 +266,75 @@ public final class SocketCommunicator implements Communicator {
             primitives.settle(); // the caller's memory is its own again before the error reaches it
             abort(e);
             throw e;
+        }
+    }
+
+    /**
+     * A small all-reduce by recursive doubling ({@link RecursiveDoubling}): the same header, checks
+     * and failure handling as {@link #run}, the headers travelling on every frame instead of round
+     * the ring.
+     */
+    private void runSmall(long send, long recv, long count, DataType type, ReduceOp op) {
+        ensureUsable();
+        CollectiveHeader mine = new CollectiveHeader(++sequence, Kind.ALL_REDUCE, type, op, Protocol.SIMPLE, 0, count);
+        if (log.infoEnabled(Subsys.COLL)) {
+            log.info(Subsys.COLL, "%s over TCP, recursive doubling", mine.describe());
+        }
+        try {
+            // While it waits for a partner, a predecessor that runs this call over the ring (so another
+            // call: the choice follows from the call) fails it, as the header check on the ring would.
+            wait.startCollective(mine, (peer, step, what) -> checkRingPredecessor(mine));
+            CollectiveHeader outerCall = outer;
+            outer = null;
+            writeHeaders(mine, outerCall);
+            small.allReduce(headerScratch, send, recv, count, type, op, (from, bytes) ->
+                    checkPartnersHeader(mine, outerCall, from, bytes));
+        } catch (RuntimeException e) {
+            abort(e);
+            throw e;
+        }
+    }
+
+    private void writeHeaders(CollectiveHeader mine, CollectiveHeader outerCall) {
+        int h = CollectiveHeader.BYTES;
+        mine.write(headerScratch);
+        if (outerCall != null) {
+            outerCall.write(headerScratch + h);
+        } else {
+            UnsafeApi.setMemory(headerScratch + h, h, (byte) 0);
+        }
+    }
+
+    /** Fails if the predecessor's next collective over the ring has arrived and is this rank's call by its number. */
+    private void checkRingPredecessor(CollectiveHeader mine) {
+        long at = primitives.peekHeader(2 * CollectiveHeader.BYTES);
+        if (at != 0) {
+            CollectiveHeader theirs = CollectiveHeader.read(at);
+            if (theirs == null || theirs.sequence == mine.sequence) {
+                throw mismatch(mine.describe() + " (recursive doubling)", theirs == null ? "something unreadable"
+                        : theirs.describe() + " (over the ring)");
+            }
+        }
+    }
+
+    /** Fails if a partner's frame is of another call (or of this call's size but another length) than this rank's. */
+    private void checkPartnersHeader(CollectiveHeader mine, CollectiveHeader outerCall, DirectLink from, int bytes) {
+        int h = CollectiveHeader.BYTES;
+        long at = from.headersAddress();
+        CollectiveHeader theirs = CollectiveHeader.read(at);
+        String partner = "rank " + from.peer + " (its partner in the recursive-doubling all-reduce over TCP)";
+        if (!mine.sameCall(theirs)) {
+            throw mismatch(mine.describe(), partner, theirs == null ? "something unreadable" : theirs.describe());
+        }
+        if (!CollectiveHeader.sameBytes(headerScratch + h, at + h)) {
+            CollectiveHeader theirOuter = CollectiveHeader.read(at + h);
+            throw mismatch(outerCall == null ? "a collective of this communicator" : "two-level " + outerCall.describe(),
+                    partner, theirOuter == null ? "a collective of its own communicator" : "two-level " + theirOuter.describe());
+        }
+        if (from.bodyBytes() != bytes) {
+            throw new CclException("rank " + group[rank] + ": " + from.peerName + " sent " + from.bodyBytes() + " bytes"
+                    + " of " + mine.describe() + " where this rank expected " + bytes + ": the ranks run different"
+                    + " collectives; every rank must make the same calls, in the same order, with the same count and type");
         }
     }
 
@@ -264,9 +363,13 @@ public final class SocketCommunicator implements Communicator {
     }
 
     private CclException mismatch(String mine, String theirs) {
-        return new CclException("rank " + group[rank] + ": collective mismatch: this rank called " + mine + " but rank "
-                + ring.prev + " (its ring predecessor over TCP) called " + theirs + "; every rank must make the same"
-                + " collective calls, in the same order, with the same count, type and op");
+        return mismatch(mine, "rank " + ring.prev + " (its ring predecessor over TCP)", theirs);
+    }
+
+    private CclException mismatch(String mine, String who, String theirs) {
+        return new CclException("rank " + group[rank] + ": collective mismatch: this rank called " + mine + " but "
+                + who + " called " + theirs + "; every rank must make the same collective calls, in the same order,"
+                + " with the same count, type and op");
     }
 
     private int[] identity() {
@@ -317,6 +420,9 @@ public final class SocketCommunicator implements Communicator {
         if (ring != null) {
             int origin = cause instanceof PeerFailedException ? ((PeerFailedException) cause).failedRank() : group[rank];
             ring.abort(origin, brokenBy);
+            if (small != null) {
+                small.abort(origin, brokenBy);
+            }
         }
     }
 
@@ -332,6 +438,9 @@ public final class SocketCommunicator implements Communicator {
         }
         closed = true;
         try {
+            if (small != null) {
+                small.close();
+            }
             if (ring != null) {
                 ring.close();
             }

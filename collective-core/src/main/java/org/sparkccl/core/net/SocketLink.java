@@ -71,6 +71,11 @@ abstract class SocketLink implements AutoCloseable {
         }
     }
 
+    /** Counts off-heap bytes of a connection that is not a SocketLink ({@link DirectLink}) with the links'. */
+    static void countOffHeap(long bytes) {
+        OUTSTANDING.addAndGet(bytes);
+    }
+
     /** Off-heap bytes of every link in this JVM not closed yet: tests assert it returns to 0. */
     static long outstandingBytes() {
         return OUTSTANDING.get();
@@ -159,7 +164,8 @@ abstract class SocketLink implements AutoCloseable {
         }
     }
 
-    private static String remote(SocketChannel ch) {
+    /** The peer's address as "host:port", for messages. */
+    static String remote(SocketChannel ch) {
         try {
             return String.valueOf(ch.getRemoteAddress()).replaceFirst("^[^/]*/", "");
         } catch (IOException e) {

@@ -96,6 +96,14 @@ public final class SocketPrimitives implements Primitives {
         link.release();
     }
 
+    /**
+     * Where the predecessor's header for its next collective over the ring lies, if it arrived (a
+     * frame of {@code bytes} at the head of the link the next receive reads), without taking it; else 0.
+     */
+    long peekHeader(int bytes) {
+        return ring.in[(int) (recvStep % links)].peek(bytes);
+    }
+
     /** Ends a collective: sends the header if nothing took it along, and runs a check still pending from {@link #beforeFirstReceive}. */
     void finish() {
         sendPendingHeader();

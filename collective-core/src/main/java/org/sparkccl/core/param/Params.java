@@ -59,6 +59,16 @@ public final class Params {
             "1 splits every socket-transport step of 128 KB and more into one piece per connection, sent by the"
                     + " connections' threads in parallel; 0 never does; -1 (default) does where every host has a core for"
                     + " each of its ranks and each of their connections. Must be the same on every rank", Integer::parseInt);
+    public static final Param<Long> SOCKET_SMALL_BYTES = define("SOCKET_SMALL_BYTES", 64L << 10,
+            "all-reduces of up to this many bytes over the socket transport go by recursive doubling (log2 n"
+                    + " exchanges, as OpenMPI's small all-reduce) over direct connections that the ranks' own threads"
+                    + " read and write, instead of the ring and its I/O threads; 0 never (nor with ALGO=Ring). Must be"
+                    + " the same on every rank", Params::parseSize);
+    public static final Param<Long> SOCKET_POLL_US = define("SOCKET_POLL_US", -1L,
+            "microseconds a rank polls its direct socket connections (small all-reduces) before it sleeps in the"
+                    + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 200,"
+                    + " yielding its core between polls",
+            Long::parseLong);
     public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
             "address this rank listens on and tells its peers for the socket transport; empty: in a Spark task the"
                     + " executor's host as Spark advertises it, elsewhere the first address of an interface that is up"
@@ -90,6 +100,10 @@ public final class Params {
     public static final Param<Integer> SPINS_BEFORE_YIELD = define("SPINS_BEFORE_YIELD", 2000,
             "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
                     + " the host's ranks outnumber its cores)", Integer::parseInt);
+    public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 256,
+            "tiny all-reduces every rank of a shared-memory communicator makes when it is built, so that a job's"
+                    + " first calls do not pay for class loading and the interpreter (docs/perf/cpu-allreduce-notes.md);"
+                    + " 0 none. Must be the same on every rank", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,

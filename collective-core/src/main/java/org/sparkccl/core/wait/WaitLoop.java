@@ -68,6 +68,22 @@ public final class WaitLoop {
         }
     }
 
+    /**
+     * One round of a wait that idles elsewhere (polling a socket, or asleep in a selector that
+     * returned): the checks {@link #idle} makes, as often, without its idling.
+     */
+    public void poll(int peer, long step, String waitingFor) {
+        if (++idles % CHECK_EVERY_IDLES == 0) {
+            checks(peer, step, waitingFor);
+        }
+    }
+
+    /** As {@link #poll}, checking now (after a wait of its own that took a while: a selector's timeout). */
+    public void checkNow(int peer, long step, String waitingFor) {
+        idles++;
+        checks(peer, step, waitingFor);
+    }
+
     /** The condition was met: the next wait starts spinning again. */
     public void done() {
         awaitedPeerClosed = false;

@@ -25,7 +25,8 @@ class SocketCollectivesTest {
     }
 
     @ParameterizedTest(name = "{0} ranks, {1} per host, {2} connection(s), split {3}")
-    @CsvSource({"3, 1, 2, -1", "4, 2, 3, -1", "2, 1, 1, -1", "3, 1, 2, 1", "4, 2, 3, 1", "2, 1, 2, 0"})
+    @CsvSource({"3, 1, 2, -1", "4, 2, 3, -1", "2, 1, 1, -1", "3, 1, 2, 1", "4, 2, 3, 1", "2, 1, 2, 0", "4, 1, 2, -1",
+            "5, 1, 2, -1", "6, 1, 2, -1"})
     void everyTypeAndOpMatchesTheReference(int n, int perHost, int connections, int split) throws Exception {
         IntFunction<String> hostOf = r -> "host" + (r / perHost);
         Map<String, String> settings = Map.of("SPARKCCL_SOCKET_CONNECTIONS", String.valueOf(connections),

@@ -62,14 +62,17 @@ class SocketFailureTest {
         assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
     }
 
-    /** Spark's task-failure listener calls abort(reason) on a rank killed between collectives. */
-    @ParameterizedTest(name = "{0} ranks, {1} per host")
-    @CsvSource({"3, 1", "4, 2"})
-    void aRankAbortedBetweenCollectivesIsNamedWithItsReason(int n, int perHost) throws Exception {
+    /**
+     * Spark's task-failure listener calls abort(reason) on a rank killed between collectives; 1000
+     * floats go by recursive doubling over direct connections, 50 000 round the ring.
+     */
+    @ParameterizedTest(name = "{0} ranks, {1} per host, {2} floats")
+    @CsvSource({"3, 1, 50000", "4, 2, 50000", "2, 1, 1000", "3, 1, 1000", "4, 1, 1000", "4, 2, 1000"})
+    void aRankAbortedBetweenCollectivesIsNamedWithItsReason(int n, int perHost, int count) throws Exception {
         Map<Integer, String> errors = new ConcurrentHashMap<>();
         long start = System.nanoTime();
         SocketRanks.run(n, r -> "host" + (r / perHost), Map.of(), comm -> {
-            float[] data = new float[50_000];
+            float[] data = new float[count];
             comm.allReduce(data, ReduceOp.SUM);
             if (comm.rank() == 1) {
                 comm.abort("task 7 was killed by Spark (test)");
@@ -80,6 +83,46 @@ class SocketFailureTest {
         assertEquals(n - 1, errors.size(), errors.toString());
         assertTrue(errors.values().stream().allMatch(m -> m.contains("rank 1")), errors.toString());
         assertTrue(errors.values().stream().anyMatch(m -> m.contains("killed by Spark (test)")), errors.toString());
+        assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
+    }
+
+    /**
+     * Small all-reduces go by recursive doubling over direct connections, larger ones round the ring:
+     * ranks whose calls differ in size so far that they take different paths still all fail at once.
+     */
+    @ParameterizedTest(name = "{0} ranks, {1} per host, rank 1 sends {2} floats, the others {3}")
+    @CsvSource({"2, 1, 100000, 1000", "2, 1, 1000, 100000", "3, 1, 100000, 1000", "4, 1, 1000, 100000",
+            "4, 1, 100000, 1000", "5, 1, 1000, 100000"})
+    void ranksOnDifferentPathsFailAtOnce(int n, int perHost, int rank1Count, int othersCount) throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        long start = System.nanoTime();
+        SocketRanks.run(n, r -> "host" + (r / perHost), Map.of(), comm -> {
+            comm.allReduce(new float[othersCount], ReduceOp.SUM); // good calls first, one of each path
+            comm.allReduce(new float[rank1Count], ReduceOp.SUM);
+            float[] data = new float[comm.rank() == 1 ? rank1Count : othersCount];
+            CclException e = assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM));
+            errors.put(comm.rank(), e.getMessage());
+        });
+        assertEquals(n, errors.size(), "every rank fails: " + errors);
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("mismatch")), errors.toString());
+        assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @CsvSource({"2", "3", "4"})
+    void aRankThatLeavesASmallCallIsNamedAtOnce(int n) throws Exception {
+        Map<Integer, String> errors = new ConcurrentHashMap<>();
+        long start = System.nanoTime();
+        SocketRanks.run(n, r -> "host" + r, Map.of(), comm -> {
+            float[] data = new float[1000];
+            comm.allReduce(data, ReduceOp.SUM);
+            if (comm.rank() != n - 1) {
+                errors.put(comm.rank(), assertThrows(CclException.class, () -> comm.allReduce(data, ReduceOp.SUM)).getMessage());
+            }
+        });
+        assertEquals(n - 1, errors.size(), errors.toString());
+        assertTrue(errors.values().stream().anyMatch(m -> m.contains("rank " + (n - 1)) && m.contains("closed its communicator")),
+                errors.toString());
         assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 10, "took too long");
     }
 

@@ -189,6 +189,20 @@ public final class AllReducePerf implements Callable<Integer> {
                     + " (to stderr; the table's time stays the average, as nccl-tests')")
     boolean callStats;
 
+    @Option(names = "--first-calls", defaultValue = "0", paramLabel = "N",
+            description = "first times N calls of the smallest size (out of place) one by one, before any warm-up, and"
+                    + " prints (slowest rank) the first call, the means of calls 1-10, 11-100 and 101-N: what a job's"
+                    + " first steps pay for class loading and the JIT; 0 (default) skips it")
+    int firstCalls;
+
+    /** How long this rank took to build its communicator (its warm-up included), for --first-calls. */
+    private double buildMs;
+
+    @Option(names = "--tiered-jit",
+            description = "CPU ranks keep the JVM's default tiered compilation, as a Spark executor runs, instead of"
+                    + " C2 only (see --first-calls)")
+    boolean tieredJit;
+
     @Option(names = "--bind-to", defaultValue = "auto", paramLabel = "core|none|auto",
             description = "core: rank r's calling thread runs on the r-th CPU this process may use (mpirun --bind-to"
                     + " core); none: unbound; auto (default): core for CPU ranks when there are at most 2 ranks and"
@@ -309,7 +323,7 @@ public final class AllReducePerf implements Callable<Integer> {
         args.add("--device=" + device); // what auto resolved to, so that every rank agrees
         args.add("--bind-to=" + bindTo);
         RankLauncher launcher = RankLauncher.of(ranks * ranksPerGpu, AllReducePerf.class.getName()).args(args);
-        if (device.equalsIgnoreCase("cpu")) {
+        if (device.equalsIgnoreCase("cpu") && !tieredJit) {
             launcher.jvmOptions(CPU_RANK_JVM_OPTIONS.toArray(new String[0]));
         }
         LaunchResult result = launcher.run();
@@ -328,6 +342,7 @@ public final class AllReducePerf implements Callable<Integer> {
         try (TcpBootstrap bootstrap = me.bootstrap(BOOTSTRAP_TIMEOUT)) {
             boolean gpu = device.equalsIgnoreCase("gpu");
             int ordinal = gpu ? me.rank() % Math.min(ranks, Engines.visibleGpus()) : me.rank();
+            long buildStart = System.nanoTime();
             try (Communicator comm = communicator(bootstrap, gpu, ordinal, params);
                  PerfMemory memory = gpu ? deviceMemory(comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
@@ -336,9 +351,10 @@ public final class AllReducePerf implements Callable<Integer> {
                 // Bound only now: the communicator sizes its spinning by the cores the creating
                 // thread may use, which binding narrows to one.
                 String bound = bind(me.rank());
+                buildMs = (System.nanoTime() - buildStart) / 1e6;
                 String devices = describeDevices(bootstrap, gpu, ordinal, cores, bound);
                 return new Sweep(comm, memory, savedInput == null ? 0 : savedInput.address(), queued,
-                        me.rank() == 0 ? System.out : null, types, ops).run(devices);
+                        me.rank() == 0 ? System.out : null, types, ops, bootstrap::barrier).run(devices);
             }
         } catch (CclException e) {
             System.err.println("allreduce-perf rank " + me.rank() + ": " + e.getMessage());
@@ -440,9 +456,12 @@ public final class AllReducePerf implements Callable<Integer> {
         private final long saved;
         /** -z 0: the timed calls are queued on a stream (null: blocking calls). */
         private final QueuedGpuCalls queued;
+        /** A barrier outside the communicator (the launcher's bootstrap): lines the ranks up before --first-calls. */
+        private final Runnable bootstrapBarrier;
 
         Sweep(Communicator comm, PerfMemory memory, long saved, QueuedGpuCalls queued, PrintStream out,
-              List<DataType> types, List<ReduceOp> ops) {
+              List<DataType> types, List<ReduceOp> ops, Runnable bootstrapBarrier) {
+            this.bootstrapBarrier = bootstrapBarrier;
             this.queued = queued;
             this.comm = comm;
             this.memory = memory;
@@ -462,6 +481,9 @@ public final class AllReducePerf implements Callable<Integer> {
                 if (out != null) {
                     printHeader(devices);
                     table.printColumnHeader();
+                }
+                if (firstCalls > 0) {
+                    firstCalls(types.get(0), ops.get(0));
                 }
                 warmUpJit(types.get(0), ops.get(0));
                 for (DataType type : types) {
@@ -564,6 +586,56 @@ public final class AllReducePerf implements Callable<Integer> {
                 for (int i = 0; i < warmupIters; i++) {
                     comm.allReduce(send, recv, count, type, reduceOp);
                 }
+            }
+        }
+
+        /**
+         * --first-calls: the first N calls of the smallest size, out of place, right after the
+         * communicator was built and before any warm-up, timed one by one; rank 0 prints the slowest
+         * rank's first three calls and means of calls 1-10, 11-100 and 101-N, and the result is checked.
+         */
+        private void firstCalls(DataType type, ReduceOp reduceOp) {
+            long count = Math.max(1, minBytes / type.size());
+            ReferenceCheck check = new ReferenceCheck(type, reduceOp, comm.size(), ReferenceCheck.seed(SEED, "first"));
+            memory.fill(check, comm.rank(), send, count);
+            long[] callNs = new long[firstCalls];
+            // Every rank starts the first call together (the bootstrap's barrier, not a collective, which
+            // would warm the path up): the first call's time is then its own, not a late peer's.
+            bootstrapBarrier.run();
+            for (int i = 0; i < firstCalls; i++) {
+                long t0 = System.nanoTime();
+                comm.allReduce(send, recv, count, type, reduceOp);
+                callNs[i] = System.nanoTime() - t0;
+            }
+            long wrong = memory.check(check, recv, count).wrong();
+            int[][] ranges = {{0, 1}, {1, 2}, {2, 3}, {0, 10}, {10, 100}, {100, firstCalls}};
+            StringBuilder line = new StringBuilder(String.format(Locale.ROOT,
+                    "# first %d calls at %d B (out of place, before any warm-up; slowest rank, us):", firstCalls,
+                    count * type.size()));
+            for (int[] r : ranges) {
+                int to = Math.min(r[1], firstCalls);
+                if (r[0] >= to) {
+                    continue;
+                }
+                double sum = 0;
+                for (int i = r[0]; i < to; i++) {
+                    sum += callNs[i];
+                }
+                double meanUs = sum / (to - r[0]) / 1e3;
+                double slowest = Double.longBitsToDouble(memory.allReduceBits(comm, Double.doubleToRawLongBits(meanUs),
+                        DataType.FLOAT64, ReduceOp.MAX));
+                line.append(String.format(Locale.ROOT, to - r[0] == 1 ? " call %d %.1f;" : " calls %d-%d mean %.2f;",
+                        to - r[0] == 1 ? new Object[] {r[0] + 1, slowest} : new Object[] {r[0] + 1, to, slowest}));
+            }
+            long wrongTotal = memory.allReduceBits(comm, wrong, DataType.INT64, ReduceOp.SUM);
+            double build = Double.longBitsToDouble(memory.allReduceBits(comm, Double.doubleToRawLongBits(buildMs),
+                    DataType.FLOAT64, ReduceOp.MAX));
+            if (out != null) {
+                out.println(line.append(String.format(Locale.ROOT, " communicator built in %.1f ms; #wrong ", build))
+                        .append(wrongTotal));
+            }
+            if (wrongTotal != 0) {
+                throw new CclException("--first-calls: " + wrongTotal + " wrong elements");
             }
         }
 

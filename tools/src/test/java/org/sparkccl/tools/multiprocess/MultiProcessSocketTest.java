@@ -83,4 +83,14 @@ class MultiProcessSocketTest {
         RankLines.assertSurvivorsNamed(result, lines, n, victim, DETECTION_BOUND_MS);
         assertEquals(List.of(), DevShm.leftoversOf(result));
     }
+
+    /** Small calls go by recursive doubling over direct connections: a rank killed in one is named as fast. */
+    @ParameterizedTest(name = "{0} ranks on {1} pretend host(s), SHM disabled {2}, rank {3} killed in small calls")
+    @CsvSource({"2, 0, 1, 0", "3, 0, 1, 2", "4, 0, 1, 1", "4, 2, 0, 2"})
+    void aRankKilledInSmallCallsIsNamedByEverySurvivor(int n, int hosts, String shmDisable, int victim) {
+        Map<Integer, List<String>> lines = new ConcurrentHashMap<>();
+        LaunchResult result = launch(n, lines, shmDisable, "kill-small", Integer.toString(victim), Integer.toString(hosts));
+        RankLines.assertSurvivorsNamed(result, lines, n, victim, DETECTION_BOUND_MS);
+        assertEquals(List.of(), DevShm.leftoversOf(result));
+    }
 }

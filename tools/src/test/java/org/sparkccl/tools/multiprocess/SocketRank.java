@@ -25,7 +25,8 @@ import org.sparkccl.tools.launch.LaunchedRank;
  *       and staging memory still allocated after close); exits 1 on any wrong element.</li>
  *   <li>{@code kill VICTIM HOSTS}: all-reduces 1M floats in a loop; the victim SIGKILLs itself
  *       mid-collective after a few rounds ({@code KILLING <ms>}); survivors print
- *       {@code CAUGHT <ms> <failed rank> <message>}.</li>
+ *       {@code CAUGHT <ms> <failed rank> <message>}. {@code kill-small}: the same with 1000 floats, the
+ *       small all-reduce over direct connections.</li>
  * </ul>
  */
 public final class SocketRank {
@@ -45,7 +46,7 @@ public final class SocketRank {
             if (args[0].equals("matrix")) {
                 System.exit(matrix(bootstrap, params));
             } else {
-                System.exit(kill(bootstrap, params, Integer.parseInt(args[1])));
+                System.exit(kill(bootstrap, params, Integer.parseInt(args[1]), args[0].equals("kill-small") ? 1000 : 1 << 20));
             }
         }
     }
@@ -65,9 +66,8 @@ public final class SocketRank {
         return check.wrong() == 0 ? 0 : 1;
     }
 
-    private static int kill(TcpBootstrap bootstrap, Params params, int victim) {
+    private static int kill(TcpBootstrap bootstrap, Params params, int victim, int count) {
         int rank = bootstrap.rank();
-        int count = 1 << 20;
         try (Communicator comm = Engines.host(bootstrap, params);
              HostStagingBuffer data = new HostStagingBuffer(count * 4L)) {
             new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, bootstrap.size(), 1).fillInput(rank, data.address(), 0, count);
