@@ -110,7 +110,7 @@ template <template <int> class RED>
 __device__ void oneShotKernel(const CollArgs& a) {
     __shared__ volatile int abortedShared;
     const DevComm* comm = (const DevComm*)a.comm;
-    Waiter w = startKernel(comm, &abortedShared, a.ticket);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags);
     oneShotBody<RED>(a, comm, w);
-    if (threadIdx.x == 0) finish(comm, a.ticket, true, w.hostStatus);
+    if (threadIdx.x == 0) finish(comm, a.ticket, true, w.hostStatus, a.flags);
 }
