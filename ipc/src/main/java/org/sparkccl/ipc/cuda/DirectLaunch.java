@@ -5,7 +5,8 @@ import java.lang.reflect.Field;
 import jcuda.NativePointerObject;
 
 /**
- * The driver calls on a small collective's critical path ({@code cuLaunchKernel}, {@code cuGraphLaunch})
+ * The driver calls on a small collective's critical path ({@code cuLaunchKernel}, {@code cuGraphLaunch},
+ * {@code cuCtxSetCurrent})
  * bound straight to libcuda.so.1 through JNA's direct mapping, with handles and parameter arrays as raw
  * addresses prepared once. JCuda's {@code cuLaunchKernel} took 4.3-9 us per call from Java on the H200
  * (its JNI side walks the Pointer-to-Pointer parameter objects and pins each on every call); the driver's
@@ -50,17 +51,6 @@ public final class DirectLaunch {
         }
     }
 
-    /**
-     * Queues {@code function} on {@code stream} (raw handles), {@code params} the address of its
-     * {@code void*[]} of argument addresses; checks the result.
-     */
-    public static void launch(long function, int blocks, int threads, long stream, long params, String what, String where) {
-        int rc = cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, 0);
-        if (rc != 0) {
-            Cuda.check(rc, what, where);
-        }
-    }
-
     /** Queues one replay of the instantiated graph {@code exec} on {@code stream} (raw handles). */
     public static void graphLaunch(long exec, long stream, String where) {
         int rc = cuGraphLaunch(exec, stream);
@@ -69,8 +59,11 @@ public final class DirectLaunch {
         }
     }
 
-    private static native int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int sharedBytes,
-                                             long stream, long params, long extra);
+    /** The driver's cuLaunchKernel: handles, and {@code params} the address of a {@code void*[]} of argument addresses. */
+    public static native int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int sharedBytes,
+                                            long stream, long params, long extra);
 
-    private static native int cuGraphLaunch(long exec, long stream);
+    public static native int cuGraphLaunch(long exec, long stream);
+
+    public static native int cuCtxSetCurrent(long context);
 }

@@ -2,11 +2,14 @@ package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.JCudaDriver;
+import org.agrona.BufferUtil;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.PeerFailedException;
@@ -22,6 +25,7 @@ import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaException;
 import org.sparkccl.ipc.cuda.CudaStream;
+import org.sparkccl.ipc.cuda.DirectLaunch;
 
 /**
  * How a {@link GpuCommunicator}'s collectives reach the GPU and how their end is seen: the kernel
@@ -59,6 +63,17 @@ final class GpuLauncher {
     // where a Java array would be pinned or copied on every launch.
     private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
+    /**
+     * The same parameter block for the driver's own cuLaunchKernel ({@link DirectLaunch}): a {@code void*[1]}
+     * holding argsView's address. JCuda's launch call cost 4.3-9 us from Java (GpuFloorsBench: JCuda against
+     * JNA in the same run); the driver's, through JNA, about 2.
+     */
+    private final ByteBuffer directParams = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    /** Driver handles of the kernels launched so far, by name (JNA launches). */
+    private final Map<String, Long> functionHandles = new HashMap<>();
+    /** The stream the last JNA launch went to, and its driver handle. */
+    private CudaStream lastStream;
+    private long lastStreamHandle;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
     private final SpinYieldPark idle;
     /** Started by the first stream-ordered call. */
@@ -67,6 +82,8 @@ final class GpuLauncher {
     private int sequence;
     private long lastLaunchNanos;
     private long lastKernelNanos;
+    private long lastHostNanos;
+    private long lastWaitNanos;
 
     /** Launches on what {@code connection} connected (connect has succeeded). */
     GpuLauncher(GpuConnection connection, GpuFailures failures, BooleanSupplier cancelled) {
@@ -84,6 +101,7 @@ final class GpuLauncher {
         if (connection.devComm != null) { // none for a single rank: its calls are copies
             argsView.putLong(DevCommLayout.ARG_COMM, connection.devComm.address());
         }
+        directParams.putLong(0, BufferUtil.address(argsView));
     }
 
     // ---- Blocking calls: launch, then wait on the host. ---------------------------------------------
@@ -94,6 +112,7 @@ final class GpuLauncher {
      * the kernel reported completion, or throws naming this rank and the call.
      */
     void run(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root) {
+        long entered = System.nanoTime();
         if (!accept(send, recv, count, type)) {
             return;
         }
@@ -114,7 +133,7 @@ final class GpuLauncher {
         CclException gateFailure = null;
         if (c.launchGate != null) {
             try {
-                c.launchGate.awaitPeers(cancelled, c.timeoutNs, "rank " + rank + " on " + device.where() + ": "
+                c.launchGate.awaitPeers(cancelled, c.timeoutNs, () -> "rank " + rank + " on " + device.where() + ": "
                         + header.describe());
             } catch (CclException e) {
                 // Launch anyway, with the abort raised: the kernel stops at its first wait and raises every
@@ -124,9 +143,10 @@ final class GpuLauncher {
                 failures.raiseHostAbort();
             }
         }
-        putArgs(header, plan, send, recv);
+        putArgs(header, plan, send, recv, 0);
         boolean viaResident = c.resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
         long launchStart = System.nanoTime();
+        lastHostNanos = launchStart - entered;
         if (viaResident) {
             c.resident.ring(argsView, seq);
         } else {
@@ -150,6 +170,7 @@ final class GpuLauncher {
         }
         lastKernelNanos = c.statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - c.statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
+        lastWaitNanos = System.nanoTime() - launchStart - lastLaunchNanos;
     }
 
     /**
@@ -271,7 +292,7 @@ final class GpuLauncher {
         c.streamCalls.before(on);
         GpuPlan plan = c.tuner.plan(kind, count, type, size);
         CollectiveHeader header = new CollectiveHeader(++sequence, kind, type, op, plan.protocol, root, count);
-        putArgs(header, plan, send, recv);
+        putArgs(header, plan, send, recv, DevCommLayout.ARG_FLAG_STREAM);
         launch(plan, on);
         c.streamCalls.queued(header);
     }
@@ -383,7 +404,7 @@ final class GpuLauncher {
     }
 
     /** The kernel's arguments for the call {@code header} describes (its sequence number is the ticket). */
-    private void putArgs(CollectiveHeader header, GpuPlan plan, long send, long recv) {
+    private void putArgs(CollectiveHeader header, GpuPlan plan, long send, long recv, int flags) {
         argsView.putLong(DevCommLayout.ARG_SEND, send);
         argsView.putLong(DevCommLayout.ARG_RECV, recv);
         argsView.putLong(DevCommLayout.ARG_COUNT, header.count);
@@ -398,6 +419,7 @@ final class GpuLauncher {
         argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
         argsView.putInt(DevCommLayout.ARG_ROOT, header.root);
         argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
+        argsView.putInt(DevCommLayout.ARG_FLAGS, flags);
         if (log.traceEnabled(Subsys.COLL)) {
             log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
         }
@@ -405,9 +427,29 @@ final class GpuLauncher {
 
     /** Queues the plan's kernel, with the arguments in argsView, on {@code on}. */
     private void launch(GpuPlan plan, CudaStream on) {
+        if (DirectLaunch.AVAILABLE) {
+            Long function = functionHandles.get(plan.kernel);
+            if (function == null) {
+                function = DirectLaunch.handle(c.module.function(plan.kernel));
+                functionHandles.put(plan.kernel, function);
+            }
+            if (on != lastStream) {
+                lastStreamHandle = DirectLaunch.handle(on.handle());
+                lastStream = on;
+            }
+            int rc = DirectLaunch.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, lastStreamHandle,
+                    BufferUtil.address(directParams), 0);
+            if (rc != 0) {
+                Cuda.check(rc, "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+            }
+            return;
+        }
         CUfunction function = c.module.function(plan.kernel);
-        Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
-                kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        int rc = JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
+                kernelParams, null);
+        if (rc != 0) {
+            Cuda.check(rc, "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        }
     }
 
     /** A collective of one rank: its output is its input (a barrier's buffers are the same). */
@@ -430,7 +472,7 @@ final class GpuLauncher {
         failures.raiseHostAbort();
         GpuPlan plan = c.tuner.plan(Kind.BARRIER, 1, DataType.INT32, size);
         putArgs(new CollectiveHeader(++sequence, Kind.BARRIER, DataType.INT32, ReduceOp.SUM, plan.protocol, 0, 1),
-                plan, c.barrierBuffer.address(), c.barrierBuffer.address());
+                plan, c.barrierBuffer.address(), c.barrierBuffer.address(), 0);
         launch(plan, c.stream);
         c.stream.synchronize();
     }
@@ -450,5 +492,15 @@ final class GpuLauncher {
     /** GPU time of the last collective kernel, from its first block's start to its last block's end. */
     long lastKernelNanos() {
         return lastKernelNanos;
+    }
+
+    /** Host time of the last blocking call from its entry to the launch (or doorbell): checks, gate, arguments. */
+    long lastHostNanos() {
+        return lastHostNanos;
+    }
+
+    /** Host time of the last blocking call from the end of the launch (or doorbell) to the kernel's done word seen. */
+    long lastWaitNanos() {
+        return lastWaitNanos;
     }
 }

@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.CclTimeoutException;
 
@@ -55,6 +56,11 @@ final class SharedGpuLaunchGate implements AutoCloseable {
      * ended; throws when {@code cancelled} turns true or {@code timeoutNs} passes first.
      */
     void awaitPeers(BooleanSupplier cancelled, long timeoutNs, String what) {
+        awaitPeers(cancelled, timeoutNs, () -> what);
+    }
+
+    /** The same, with the call's description made only if it fails (a string per call costs more than the gate). */
+    void awaitPeers(BooleanSupplier cancelled, long timeoutNs, Supplier<String> what) {
         long generation = barrier.arrive();
         if (generation < 0) {
             return; // the last to arrive, or the gate has ended
@@ -81,16 +87,16 @@ final class SharedGpuLaunchGate implements AutoCloseable {
             if (Thread.interrupted()) {
                 Thread.currentThread().interrupt();
                 barrier.terminate();
-                throw new CclException(what + " interrupted while waiting for the ranks of this process that share its GPU");
+                throw new CclException(what.get() + " interrupted while waiting for the ranks of this process that share its GPU");
             }
             if (cancelled.getAsBoolean()) {
                 barrier.terminate();
-                throw new CclException(what + " cancelled (task killed) while waiting for the ranks of this process"
+                throw new CclException(what.get() + " cancelled (task killed) while waiting for the ranks of this process"
                         + " that share its GPU");
             }
             if (waited > timeoutNs) {
                 barrier.terminate();
-                throw new CclTimeoutException(what + " timed out after " + TimeUnit.NANOSECONDS.toMillis(timeoutNs)
+                throw new CclTimeoutException(what.get() + " timed out after " + TimeUnit.NANOSECONDS.toMillis(timeoutNs)
                         + " ms waiting for the other " + (parties - 1) + " rank(s) of this process that share its"
                         + " GPU to call it; a rank may be stuck or may have skipped this collective");
             }
