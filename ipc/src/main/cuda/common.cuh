@@ -280,13 +280,21 @@ __device__ __forceinline__ void countCall(const DevComm* comm, bool oneShot) {
     if (oneShot) calls[1] = calls[1] + 1u;
 }
 
+// The same from the numbers the call read at its start (nothing else changes them while it runs): no
+// dependent read of the counters at its end.
+__device__ __forceinline__ void countCall(const DevComm* comm, const CallNumbers& n, bool oneShot) {
+    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
+    calls[0] = n.seq;
+    if (oneShot) calls[1] = n.oneShotCall + 1u;
+}
+
 // The last block to finish tells the host, through mapped host memory, that this collective is
 // complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
 // Every block's results are fenced to system scope before it counts itself.
 // A stream-ordered kernel (ARG_FLAG_STREAM) tells nobody: the stream orders what comes after it, so its
 // blocks fence at GPU scope only, for the count of finished blocks.
 __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus,
-                       uint32_t flags = 0) {
+                       uint32_t flags = 0, const CallNumbers* numbers = nullptr) {
     const bool stream = (flags & ARG_FLAG_STREAM) != 0;
     if (stream) {
         __threadfence();
@@ -296,7 +304,11 @@ __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volat
     unsigned int* done = (unsigned int*)comm->blocksDone;
     if (gridDim.x == 1 || atomicAdd(done, 1u) == gridDim.x - 1) {
         if (gridDim.x != 1) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
-        countCall(comm, oneShot);
+        if (numbers != nullptr) {
+            countCall(comm, *numbers, oneShot);
+        } else {
+            countCall(comm, oneShot);
+        }
         if (!stream) reportDone(hostStatus, ticket);  // its system release orders the counts before the done word
     }
 }

@@ -87,18 +87,19 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         a.nchannels = 1;
         a.flags = 0;
         Waiter w = startKernel(comm, &abortedShared, a.ticket);
+        CallNumbers calls;
         switch (a.type) {
-            case 0: oneShotBody<RedF32>(a, comm, w); break;
-            case 1: oneShotBody<RedF64>(a, comm, w); break;
-            case 2: oneShotBody<RedF16>(a, comm, w); break;
-            case 3: oneShotBody<RedBF16>(a, comm, w); break;
-            case 4: oneShotBody<RedI32>(a, comm, w); break;
-            case 5: oneShotBody<RedI64>(a, comm, w); break;
-            case 6: oneShotBody<RedI8>(a, comm, w); break;
-            default: oneShotBody<RedU8>(a, comm, w); break;
+            case 0: calls = oneShotBody<RedF32>(a, comm, w); break;
+            case 1: calls = oneShotBody<RedF64>(a, comm, w); break;
+            case 2: calls = oneShotBody<RedF16>(a, comm, w); break;
+            case 3: calls = oneShotBody<RedBF16>(a, comm, w); break;
+            case 4: calls = oneShotBody<RedI32>(a, comm, w); break;
+            case 5: calls = oneShotBody<RedI64>(a, comm, w); break;
+            case 6: calls = oneShotBody<RedI8>(a, comm, w); break;
+            default: calls = oneShotBody<RedU8>(a, comm, w); break;
         }
         if (threadIdx.x == 0) {
-            countCall(comm, true);  // oneShotBody ended with a barrier: every thread has read the numbers
+            countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
             reportDone(hostStatus, a.ticket);  // its release orders the block's results (barrier) and counts
         }
         last = seq;

@@ -25,8 +25,6 @@ public final class CudaDevice {
     private final int ordinal;
     private final CUdevice device;
     private final CUcontext context;
-    /** The context's driver handle, for {@link DirectLaunch} (0 where JNA cannot bind the driver). */
-    private final long contextHandle;
     private final String name;
     private final byte[] uuid;
     private final String pciBusId;
@@ -55,7 +53,6 @@ public final class CudaDevice {
                 + attribute(CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
         this.context = new CUcontext();
         Cuda.check(JCudaDriver.cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain", where());
-        this.contextHandle = DirectLaunch.AVAILABLE ? DirectLaunch.handle(context) : 0;
     }
 
     /** The device with this ordinal (as CUDA numbers them in this process). */
@@ -82,9 +79,8 @@ public final class CudaDevice {
 
     /** Makes this device's primary context current on the calling thread; cheap, call before any CUDA work. */
     public void makeCurrent() {
-        // Every collective call makes its device current: through JNA straight to the driver (JCuda's JNI
-        // call and the message string cost more than the driver's call), JCuda where JNA cannot bind it.
-        int rc = DirectLaunch.AVAILABLE ? DirectLaunch.cuCtxSetCurrent(contextHandle) : JCudaDriver.cuCtxSetCurrent(context);
+        // Every collective call makes its device current: the message is made only when it fails.
+        int rc = JCudaDriver.cuCtxSetCurrent(context);
         if (rc != CUresult.CUDA_SUCCESS) {
             Cuda.check(rc, "cuCtxSetCurrent", where());
         }

@@ -2,14 +2,11 @@ package org.sparkccl.ipc.gpu;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
 import jcuda.driver.JCudaDriver;
-import org.agrona.BufferUtil;
 import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.PeerFailedException;
@@ -25,7 +22,6 @@ import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaException;
 import org.sparkccl.ipc.cuda.CudaStream;
-import org.sparkccl.ipc.cuda.DirectLaunch;
 
 /**
  * How a {@link GpuCommunicator}'s collectives reach the GPU and how their end is seen: the kernel
@@ -63,17 +59,6 @@ final class GpuLauncher {
     // where a Java array would be pinned or copied on every launch.
     private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
-    /**
-     * The same parameter block for the driver's own cuLaunchKernel ({@link DirectLaunch}): a {@code void*[1]}
-     * holding argsView's address. JCuda's launch call cost 4.3-9 us from Java (GpuFloorsBench: JCuda against
-     * JNA in the same run); the driver's, through JNA, about 2.
-     */
-    private final ByteBuffer directParams = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-    /** Driver handles of the kernels launched so far, by name (JNA launches). */
-    private final Map<String, Long> functionHandles = new HashMap<>();
-    /** The stream the last JNA launch went to, and its driver handle. */
-    private CudaStream lastStream;
-    private long lastStreamHandle;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
     private final SpinYieldPark idle;
     /** Started by the first stream-ordered call. */
@@ -101,7 +86,6 @@ final class GpuLauncher {
         if (connection.devComm != null) { // none for a single rank: its calls are copies
             argsView.putLong(DevCommLayout.ARG_COMM, connection.devComm.address());
         }
-        directParams.putLong(0, BufferUtil.address(argsView));
     }
 
     // ---- Blocking calls: launch, then wait on the host. ---------------------------------------------
@@ -145,6 +129,18 @@ final class GpuLauncher {
         }
         putArgs(header, plan, send, recv, 0);
         boolean viaResident = c.resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
+        if (viaResident) {
+            // The resident kernel runs on a stream of its own: what the caller queued on the communicator's
+            // stream before this call (the input's copy, say) must be done before the doorbell rings, as it
+            // would be before a kernel launched there. Usually it is, and the query is all this costs.
+            try {
+                if (!c.stream.isIdle()) {
+                    c.stream.synchronize();
+                }
+            } catch (CudaException e) {
+                throw failures.failedCuda(header.describe(), e);
+            }
+        }
         long launchStart = System.nanoTime();
         lastHostNanos = launchStart - entered;
         if (viaResident) {
@@ -427,23 +423,8 @@ final class GpuLauncher {
 
     /** Queues the plan's kernel, with the arguments in argsView, on {@code on}. */
     private void launch(GpuPlan plan, CudaStream on) {
-        if (DirectLaunch.AVAILABLE) {
-            Long function = functionHandles.get(plan.kernel);
-            if (function == null) {
-                function = DirectLaunch.handle(c.module.function(plan.kernel));
-                functionHandles.put(plan.kernel, function);
-            }
-            if (on != lastStream) {
-                lastStreamHandle = DirectLaunch.handle(on.handle());
-                lastStream = on;
-            }
-            int rc = DirectLaunch.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, lastStreamHandle,
-                    BufferUtil.address(directParams), 0);
-            if (rc != 0) {
-                Cuda.check(rc, "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
-            }
-            return;
-        }
+        // JCuda's call, not the driver's through JNA: with the parameters prepared once, JCuda's queued launch
+        // took 4.4 us and JNA's direct mapping 4.9 (GpuFloorsBench, same run): the driver's own call is the cost.
         CUfunction function = c.module.function(plan.kernel);
         int rc = JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
                 kernelParams, null);
