@@ -249,9 +249,8 @@ __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? 
 
 // The completion report the host polls (every kernel's, launched or resident): the end time, then
 // the call's sequence number with a system-scope release. The caller has fenced its block's results.
-// One system-scope release orders the end time, and every result the block's barrier ordered before
-// this thread, before the done word: no separate fence (each one waits for the writes into host memory
-// before it, about a PCIe round trip).
+// The end time, then the done word with a system-scope release (which orders the end time before it:
+// no second fence between them). The caller has fenced the block's results at system scope.
 __device__ void reportDone(volatile int32_t* hostStatus, uint32_t ticket) {
     *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
     stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);

@@ -100,7 +100,13 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         }
         if (threadIdx.x == 0) {
             countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
-            reportDone(hostStatus, a.ticket);  // its release orders the block's results (barrier) and counts
+            // A full system fence before the report, not only the done word's release (as the launched
+            // kernels' blocks fence in finish): the one run without it (4 ranks as threads on one H200,
+            // in-place calls of 1-5 KB) read old data in the block's last-written lines (those of the
+            // threads' second pass) after the done word, most likely because the release orders only what
+            // this thread wrote and saw, not the other threads' stores the barrier above ordered before it.
+            __threadfence_system();
+            reportDone(hostStatus, a.ticket);
         }
         last = seq;
         idleSince = globalTimerNs();
