@@ -90,7 +90,7 @@ if [ "$what" = stream ]; then
   cat "$out/bench-modes.log"
 fi
 
-if [ "$what" = floors ] || [ "$what" = latency ] || [ "$what" = i25 ]; then
+if [ "$what" = floors ] || [ "$what" = latency ]; then
   # Issue 25: the floors a small call builds on (GpuFloorsBench: a null kernel through JCuda and through JNA,
   # a doorbell round trip to a running kernel, a flag round trip between two blocks; gpu_floors.py: the
   # null kernel through PyTorch), measured in the same run as the small calls.
@@ -102,7 +102,7 @@ if [ "$what" = floors ] || [ "$what" = latency ] || [ "$what" = i25 ]; then
   grep -hE "^FLOOR|^#|exit|Exception|rror" "$out/floors-java.log" "$out/floors-torch.log" | cut -c1-220
 fi
 
-if [ "$what" = latency ] || [ "$what" = i25 ]; then
+if [ "$what" = latency ]; then
   # 2 ranks as threads of one JVM on one GPU: blocking, stream-ordered and graph-replayed, float32 and
   # bfloat16, 8 B - 4 MB (LAT_SETS: extra runs as "label:VAR=value,VAR=value" words).
   for d in float bfloat16; do
@@ -115,27 +115,6 @@ if [ "$what" = latency ] || [ "$what" = i25 ]; then
     bench "lat-$label" "${envs[@]}" -- -b 8 -e 4M -f 4 -n 200 -w 20 -g 1 --ranks-per-gpu 2 --threads
     echo "---- latency $label ($vars)"; grep -vE "^# settings" "$out/bench-lat-$label.log" | cut -c1-200
   done
-fi
-
-if [ "$what" = i25 ]; then
-  # Issue 25's closing run: the floors and the small calls (the latency mode above), 128 / 256 MB busbw,
-  # one rank per process (2 processes time-sliced on one GPU: correctness only) blocking and with
-  # allreduce-perf -G, then every gpu-tagged test (stream-ordered hang fix, kill trials, soak, LL128).
-  bench large -- -b 128M -e 256M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads --blocking-only
-  echo "---- 128 / 256 MB, 2 ranks as threads"; grep -vE "^# settings" "$out/bench-large.log" | cut -c1-200
-  bench procs -- -b 8 -e 64K -f 8 -n 5 -w 2 -g 1 --ranks-per-gpu 2
-  echo "---- one rank per process (2 processes on one GPU, time-sliced)"; grep -vE "^# settings" "$out/bench-procs.log" | cut -c1-200
-  timeout 90 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
-    -b 8 -e 64K -f 8 -n 5 -w 2 -c 1 -G 2 > "$out/allreduce-perf-G.log" 2>&1; echo "exit $?" >> "$out/allreduce-perf-G.log"
-  echo "---- allreduce-perf -G 2 (2 processes)"; grep -vE "^\[" "$out/allreduce-perf-G.log" | tail -14
-  echo "== JUnit (gpu tag)"
-  start=$(date +%s)
-  timeout "${JUNIT_TIMEOUT:-420}" "$java" "${jvm[@]}" -cp "$cp" org.junit.platform.console.ConsoleLauncher execute \
-    --scan-class-path "$dev/test-classes" --include-tag gpu --details=tree --disable-banner --disable-ansi-colors \
-    --reports-dir "$out/junit" > "$out/junit.log" 2>&1
-  echo "junit exit $? after $(( $(date +%s) - start )) s"
-  grep -E "tests (successful|failed|aborted|skipped)|✘|MEASURED|trial |lost|random collectives" "$out/junit.log" | cut -c1-250 | head -40
-  grep -m1 -B2 -A25 -E "^\s+=> |Exception in thread" "$out/junit.log" | grep -vE "^\s+at (java|jdk|org\.junit)\." | head -30
 fi
 
 if [ "$what" = twolevel ]; then

@@ -223,6 +223,19 @@ struct Waiter {
     }
 };
 
+// A header exchange that found the peer's call different from this one: both headers go to the host,
+// which names them in its error (first failure only), then every rank is stopped.
+__device__ __forceinline__ void reportMismatch(Waiter& w, const uint32_t* theirs, const uint32_t* mine) {
+    if (w.hostStatus[1] == 0) {
+        for (int k = 0; k < 8; k++) {
+            w.hostStatus[8 + k] = (int32_t)theirs[k];
+            w.hostStatus[16 + k] = (int32_t)mine[k];
+        }
+        __threadfence_system();
+    }
+    w.raise(STATUS_MISMATCH);
+}
+
 // A sender of a flag-per-line protocol (LL, LL128), before reusing a slot: waits until the receiver has
 // consumed the step STEPS ago. One lane per warp polls the (remote) head and shares what it saw.
 __device__ __forceinline__ void waitForRoom(const volatile uint64_t* head, uint64_t step, uint64_t& headCache,

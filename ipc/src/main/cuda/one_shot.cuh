@@ -99,17 +99,7 @@ __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* com
         theirs[2 * k + 1] = __shfl_sync(0xffffffffu, t1, k);
     }
     if (lane == 0) {
-        if (mismatch && !*w.aborted) {
-            // Both calls go to the host, which names them in its error.
-            if (w.hostStatus[1] == 0) {
-                for (int k = 0; k < 8; k++) {
-                    w.hostStatus[8 + k] = (int32_t)theirs[k];
-                    w.hostStatus[16 + k] = (int32_t)mine[k];
-                }
-                __threadfence_system();
-            }
-            w.raise(STATUS_MISMATCH);
-        }
+        if (mismatch && !*w.aborted) reportMismatch(w, theirs, mine);
         stReleaseSys((volatile uint64_t*)p.recvLlHead, llRecv + 1);
         state[0] = llSend + 1;
         state[1] = llRecv + 1;

@@ -9,13 +9,9 @@
 //   floor_pingpong  two blocks passing a flag back and forth through global memory: the GPU-side cost of
 //                   one dependent step between two ranks of one GPU (as one-shot inboxes see it)
 
-#include <stdint.h>
-
-__device__ __forceinline__ uint64_t ldAcquireSys(const volatile uint64_t* p) {
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
+// The engine's own memory helpers (ld.acquire.sys, st.release.sys, the global timer), so that the floors
+// use the instructions the collectives use; only the GPU-scope variants are added here.
+#include "../../../../ipc/src/main/cuda/common.cuh"
 
 __device__ __forceinline__ uint64_t ldRelaxedGpu(const volatile uint64_t* p) {
     uint64_t v;
@@ -23,18 +19,8 @@ __device__ __forceinline__ uint64_t ldRelaxedGpu(const volatile uint64_t* p) {
     return v;
 }
 
-__device__ __forceinline__ void stReleaseSys(volatile uint64_t* p, uint64_t v) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 __device__ __forceinline__ void stRelaxedGpu(volatile uint64_t* p, uint64_t v) {
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ uint64_t globalTimerNs() {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
 }
 
 extern "C" __global__ void floor_null() {}
