@@ -31,10 +31,11 @@ import picocli.CommandLine.Option;
  * The floors a small GPU collective builds on, measured in the run that measures the collective
  * (issue 25), one line each ({@code FLOOR name median mean}, microseconds):
  * <ol>
- *   <li>a null kernel launched from Java and synchronized: through JCuda (what the engine used), and
- *       through JNA's direct mapping of {@code cuLaunchKernel} (what the engine uses now); queued back
- *       to back (the launch call alone); from two threads at once (ranks as threads); a done word in
- *       mapped host memory spun on instead of {@code cuStreamSynchronize};</li>
+ *   <li>a null kernel launched from Java and synchronized: through JCuda (what the engine uses), and
+ *       through JNA's direct mapping of {@code cuLaunchKernel} (what JCuda's JNI side costs beside the
+ *       driver's own call: on the H200 machine JNA was no faster); queued back to back (the launch call
+ *       alone); from two threads at once (ranks as threads); a done word in mapped host memory spun on
+ *       instead of {@code cuStreamSynchronize};</li>
  *   <li>(the PyTorch cross-check is scripts/gpu_floors.py, run beside this);</li>
  *   <li>host -> GPU -> host through mapped pinned memory to a kernel that is already running;</li>
  *   <li>a flag round trip between two blocks through global memory (GPU scope, and system scope);</li>
