@@ -40,5 +40,5 @@ if [ ! -f "$dest/jre.tgz" ]; then
   # allreduce-perf draws with JFreeChart (java.beans), and failed without it on the GPU machine.
   bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management,jdk.incubator.vector,java.desktop
 fi
-cp scripts/gpu-test.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py "$dest/"
+cp scripts/gpu-test.sh scripts/gpu-i25-final.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py scripts/gpu_floors.py "$dest/"
 du -sh "$dest"

@@ -90,6 +90,33 @@ if [ "$what" = stream ]; then
   cat "$out/bench-modes.log"
 fi
 
+if [ "$what" = floors ] || [ "$what" = latency ]; then
+  # Issue 25: the floors a small call builds on (GpuFloorsBench: a null kernel through JCuda and through JNA,
+  # a doorbell round trip to a running kernel, a flag round trip between two blocks; gpu_floors.py: the
+  # null kernel through PyTorch), measured in the same run as the small calls.
+  echo "== floors"
+  timeout 120 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuFloorsBench -n 2000 -w 500 > "$out/floors-java.log" 2>&1
+  echo "exit $?" >> "$out/floors-java.log"
+  timeout 120 python3 "$dev/gpu_floors.py" 2000 > "$out/floors-torch.log" 2>&1
+  echo "exit $?" >> "$out/floors-torch.log"
+  grep -hE "^FLOOR|^#|exit|Exception|rror" "$out/floors-java.log" "$out/floors-torch.log" | cut -c1-220
+fi
+
+if [ "$what" = latency ]; then
+  # 2 ranks as threads of one JVM on one GPU: blocking, stream-ordered and graph-replayed, float32 and
+  # bfloat16, 8 B - 4 MB (LAT_SETS: extra runs as "label:VAR=value,VAR=value" words).
+  for d in float bfloat16; do
+    bench "lat-$d" -- -b 8 -e 4M -f 4 -n 200 -w 20 -g 1 --ranks-per-gpu 2 --threads -d $d
+    echo "---- latency $d"; grep -vE "^# settings" "$out/bench-lat-$d.log" | cut -c1-200
+  done
+  for set in ${LAT_SETS:-}; do
+    label=${set%%:*}; vars=${set#*:}
+    IFS=, read -r -a envs <<< "$vars"
+    bench "lat-$label" "${envs[@]}" -- -b 8 -e 4M -f 4 -n 200 -w 20 -g 1 --ranks-per-gpu 2 --threads
+    echo "---- latency $label ($vars)"; grep -vE "^# settings" "$out/bench-lat-$label.log" | cut -c1-200
+  done
+fi
+
 if [ "$what" = twolevel ]; then
   # Across hosts (issue 16): the two-level GPU tests (4 ranks as threads on 2 pretend hosts; every type
   # and op, the other collectives, uneven layouts, a mismatch), a rank killed on a pretend host (4

@@ -223,6 +223,19 @@ struct Waiter {
     }
 };
 
+// A header exchange that found the peer's call different from this one: both headers go to the host,
+// which names them in its error (first failure only), then every rank is stopped.
+__device__ __forceinline__ void reportMismatch(Waiter& w, const uint32_t* theirs, const uint32_t* mine) {
+    if (w.hostStatus[1] == 0) {
+        for (int k = 0; k < 8; k++) {
+            w.hostStatus[8 + k] = (int32_t)theirs[k];
+            w.hostStatus[16 + k] = (int32_t)mine[k];
+        }
+        __threadfence_system();
+    }
+    w.raise(STATUS_MISMATCH);
+}
+
 // A sender of a flag-per-line protocol (LL, LL128), before reusing a slot: waits until the receiver has
 // consumed the step STEPS ago. One lane per warp polls the (remote) head and shares what it saw.
 __device__ __forceinline__ void waitForRoom(const volatile uint64_t* head, uint64_t step, uint64_t& headCache,
@@ -249,9 +262,10 @@ __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? 
 
 // The completion report the host polls (every kernel's, launched or resident): the end time, then
 // the call's sequence number with a system-scope release. The caller has fenced its block's results.
+// The end time, then the done word with a system-scope release (which orders the end time before it:
+// no second fence between them). The caller has fenced the block's results at system scope.
 __device__ void reportDone(volatile int32_t* hostStatus, uint32_t ticket) {
     *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = globalTimerNs();
-    __threadfence_system();
     stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
 }
 
@@ -278,23 +292,43 @@ __device__ __forceinline__ void countCall(const DevComm* comm, bool oneShot) {
     if (oneShot) calls[1] = calls[1] + 1u;
 }
 
+// The same from the numbers the call read at its start (nothing else changes them while it runs): no
+// dependent read of the counters at its end.
+__device__ __forceinline__ void countCall(const DevComm* comm, const CallNumbers& n, bool oneShot) {
+    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
+    calls[0] = n.seq;
+    if (oneShot) calls[1] = n.oneShotCall + 1u;
+}
+
 // The last block to finish tells the host, through mapped host memory, that this collective is
 // complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
 // Every block's results are fenced to system scope before it counts itself.
-__device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus) {
-    __threadfence_system();
+// A stream-ordered kernel (ARG_FLAG_STREAM) tells nobody: the stream orders what comes after it, so its
+// blocks fence at GPU scope only, for the count of finished blocks.
+__device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus,
+                       uint32_t flags = 0, const CallNumbers* numbers = nullptr) {
+    const bool stream = (flags & ARG_FLAG_STREAM) != 0;
+    if (stream) {
+        __threadfence();
+    } else {
+        __threadfence_system();
+    }
     unsigned int* done = (unsigned int*)comm->blocksDone;
-    if (atomicAdd(done, 1u) == gridDim.x - 1) {
-        atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
-        countCall(comm, oneShot);
-        reportDone(hostStatus, ticket);  // its system fence orders the counts before the done word
+    if (gridDim.x == 1 || atomicAdd(done, 1u) == gridDim.x - 1) {
+        if (gridDim.x != 1) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+        if (numbers != nullptr) {
+            countCall(comm, *numbers, oneShot);
+        } else {
+            countCall(comm, oneShot);
+        }
+        if (!stream) reportDone(hostStatus, ticket);  // its system release orders the counts before the done word
     }
 }
 
 // Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
 // raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
 // its data could be a failed peer's leftovers.
-__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket) {
+__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket, uint32_t flags = 0) {
     if (threadIdx.x == 0) *abortedShared = 0;
     __syncthreads();
     Waiter w;
@@ -305,7 +339,9 @@ __device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, 
     w.start = globalTimerNs();
     w.timeoutNs = comm->timeoutNs;
     w.ticket = ticket;
-    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
+    if (blockIdx.x == 0 && threadIdx.x == 0 && (flags & ARG_FLAG_STREAM) == 0) {
+        *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
+    }
     if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
     __syncthreads();
     return w;

@@ -109,8 +109,13 @@ struct CollArgs {
     uint32_t ticket;      // the host's number for this call: reported as done, named in errors (frozen in a graph)
     uint32_t kind, type, op;
     uint32_t proto, root, nchannels;
-    uint32_t pad;
+    uint32_t flags;       // ARG_FLAG_*
 };
+// CollArgs.flags. STREAM: a stream-ordered call (or one replayed from a CUDA graph): nobody on the host
+// polls for it, so the kernel writes neither the done word nor its start and end times into mapped
+// host memory (each such write, and the system-scope fence that orders it, sits on the kernel's
+// critical path); failures are still recorded there.
+enum { ARG_FLAG_STREAM = 1 };
 
 static_assert(sizeof(ChannelPtrs) == 128, "ChannelPtrs layout");
 static_assert(sizeof(OneShotPtrs) == 128, "OneShotPtrs layout");

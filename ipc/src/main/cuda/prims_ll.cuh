@@ -111,17 +111,7 @@ __device__ void Channel<RED>::exchangeHeader(const uint32_t* mine, bool doRecv, 
     __syncthreads();
     if (doRecv) {
         if (threadIdx.x == 0) {
-            if (mismatch && !*w.aborted) {
-                // Both calls go to the host, which names them in its error.
-                if (w.hostStatus[1] == 0) {
-                    for (int k = 0; k < 8; k++) {
-                        w.hostStatus[8 + k] = (int32_t)theirs[k];
-                        w.hostStatus[16 + k] = (int32_t)mine[k];
-                    }
-                    __threadfence_system();
-                }
-                w.raise(STATUS_MISMATCH);
-            }
+            if (mismatch && !*w.aborted) reportMismatch(w, (const uint32_t*)theirs, mine);
             stReleaseSys(recvLlHead, llRecv + 1);
         }
         llRecv++;

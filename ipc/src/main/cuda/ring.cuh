@@ -34,7 +34,7 @@ __device__ void ringKernel(const CollArgs& a) {
     const int r = (int)comm->ch[c].ringPosition;
     const int* ring = (const int*)comm->ch[c].ringOrder;
     const int me = ring[r];
-    Waiter w = startKernel(comm, &abortedShared, a.ticket);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags);
     const CallNumbers calls = callNumbers(comm);
 
     Channel<RED> ch;
@@ -112,5 +112,5 @@ __device__ void ringKernel(const CollArgs& a) {
         }
     }
     ch.save();
-    if (threadIdx.x == 0) finish(comm, a.ticket, false, w.hostStatus);
+    if (threadIdx.x == 0) finish(comm, a.ticket, false, w.hostStatus, a.flags);
 }

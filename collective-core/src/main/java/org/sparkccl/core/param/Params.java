@@ -45,7 +45,7 @@ public final class Params {
     public static final Param<String> RESIDENT = define("RESIDENT", "auto",
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
                     + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"
-                    + " holds only one rank of the communicator", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
+                    + " holds only one rank of the communicator, or all of its ranks share one GPU", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
     public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
             "1 disables the shared-memory transport", Params::parseBoolean);
     public static final Param<String> HOST_ID = define("HOST_ID", "",

@@ -79,7 +79,11 @@ public final class CudaDevice {
 
     /** Makes this device's primary context current on the calling thread; cheap, call before any CUDA work. */
     public void makeCurrent() {
-        Cuda.check(JCudaDriver.cuCtxSetCurrent(context), "cuCtxSetCurrent", where());
+        // Every collective call makes its device current: the message is made only when it fails.
+        int rc = JCudaDriver.cuCtxSetCurrent(context);
+        if (rc != CUresult.CUDA_SUCCESS) {
+            Cuda.check(rc, "cuCtxSetCurrent", where());
+        }
     }
 
     /** True when kernels on this device can read and write memory of {@code other} (the same device counts). */

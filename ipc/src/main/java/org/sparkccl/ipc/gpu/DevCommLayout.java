@@ -95,6 +95,14 @@ final class DevCommLayout {
     static final int ARG_PROTO = 80;
     static final int ARG_ROOT = 84;
     static final int ARG_NCHANNELS = 88;
+    /** ARG_FLAG_* bits. */
+    static final int ARG_FLAGS = 92;
+    /**
+     * A stream-ordered (or graph-captured) call: its kernel writes no done word and no start and end times
+     * into mapped host memory (nobody polls them; each such write and its system-scope fence sit on the
+     * kernel's critical path). Failures are still recorded in the status block.
+     */
+    static final int ARG_FLAG_STREAM = 1;
 
     /** Host status block (int[32] in mapped pinned memory): what the kernel tells the host. */
     static final int STATUS_BYTES = 128;

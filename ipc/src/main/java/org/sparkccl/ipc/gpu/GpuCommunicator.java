@@ -355,6 +355,19 @@ public final class GpuCommunicator implements Communicator {
         return launcher.lastKernelNanos();
     }
 
+    /**
+     * Host time of the last blocking call from its entry to its launch or doorbell (argument checks, the
+     * shared-GPU launch gate, the arguments), for benchmarks.
+     */
+    public long lastHostNanos() {
+        return launcher.lastHostNanos();
+    }
+
+    /** Host time of the last blocking call after its launch or doorbell until it saw the kernel's done word. */
+    public long lastWaitNanos() {
+        return launcher.lastWaitNanos();
+    }
+
     /** How an all-reduce of {@code count} elements runs: LL, Simple or 1shot (benchmark columns). */
     public String algorithmFor(long count, DataType type) {
         return size == 1 ? "copy" : connection.tuner.plan(Kind.ALL_REDUCE, count, type, size).algorithm();

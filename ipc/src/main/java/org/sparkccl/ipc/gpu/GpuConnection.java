@@ -107,6 +107,8 @@ final class GpuConnection {
     /** Some process holds several ranks of this communicator on one GPU (the same answer on every rank). */
     boolean someProcessSharesAGpu;
     int ranksInProcess;
+    /** Ranks of this process on this GPU, this one included. */
+    int sharingGpu;
     /** How this rank is connected, for logs and benchmarks. */
     String links = "";
 
@@ -301,11 +303,14 @@ final class GpuConnection {
         if (ll128) {
             writeLl128Connections(ll128Layout, recvWindows, sendWindows, ll128Offset, channels);
         }
-        // Auto: only where this process holds one rank. With several ranks (threads) per process, 4 ranks
-        // on 2 GPUs showed calls of ~2 ms (the resident kernel's idle time) now and then: something there
-        // waits for the GPU while another rank's resident kernel idles; not understood yet.
+        // Auto: where this process holds one rank, or all of its ranks share this one GPU (ranks as threads
+        // on one GPU: their resident kernels run side by side in one context, and the launch gate keeps them
+        // in step). Not where a process holds ranks on several GPUs: 4 ranks on 2 GPUs showed calls of ~2 ms
+        // (the resident kernel's idle time) now and then, something there waiting for the GPU while another
+        // rank's resident kernel idles; not understood yet.
         String residentSetting = params.get(Params.RESIDENT).trim();
-        if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && ranksInProcess == 1)) {
+        boolean residentAuto = ranksInProcess == 1 || ranksInProcess == sharingGpu;
+        if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && residentAuto)) {
             resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
         }
         links = describeLinks(successors, receivesP2p, receivesStaged);
@@ -337,7 +342,7 @@ final class GpuConnection {
                         + " core's Engines.gpu (Spark does) to span hosts");
             }
         }
-        int sharingGpu = 0;
+        sharingGpu = 0;
         for (int r = 0; r < size; r++) {
             sharingGpu += infos[r].sameProcess(infos[rank]) && gpus[r].sameGpu(gpus[rank]) ? 1 : 0;
             for (int q = r + 1; q < size; q++) {

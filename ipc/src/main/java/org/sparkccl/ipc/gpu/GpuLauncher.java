@@ -67,6 +67,8 @@ final class GpuLauncher {
     private int sequence;
     private long lastLaunchNanos;
     private long lastKernelNanos;
+    private long lastHostNanos;
+    private long lastWaitNanos;
 
     /** Launches on what {@code connection} connected (connect has succeeded). */
     GpuLauncher(GpuConnection connection, GpuFailures failures, BooleanSupplier cancelled) {
@@ -94,6 +96,7 @@ final class GpuLauncher {
      * the kernel reported completion, or throws naming this rank and the call.
      */
     void run(Kind kind, long send, long recv, long count, DataType type, ReduceOp op, int root) {
+        long entered = System.nanoTime();
         if (!accept(send, recv, count, type)) {
             return;
         }
@@ -114,7 +117,7 @@ final class GpuLauncher {
         CclException gateFailure = null;
         if (c.launchGate != null) {
             try {
-                c.launchGate.awaitPeers(cancelled, c.timeoutNs, "rank " + rank + " on " + device.where() + ": "
+                c.launchGate.awaitPeers(cancelled, c.timeoutNs, () -> "rank " + rank + " on " + device.where() + ": "
                         + header.describe());
             } catch (CclException e) {
                 // Launch anyway, with the abort raised: the kernel stops at its first wait and raises every
@@ -124,9 +127,22 @@ final class GpuLauncher {
                 failures.raiseHostAbort();
             }
         }
-        putArgs(header, plan, send, recv);
+        putArgs(header, plan, send, recv, 0);
         boolean viaResident = c.resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
+        if (viaResident) {
+            // The resident kernel runs on a stream of its own: what the caller queued on the communicator's
+            // stream before this call (the input's copy, say) must be done before the doorbell rings, as it
+            // would be before a kernel launched there. The driver is asked only when something may have been
+            // queued there since it was last seen idle (CudaStream.awaitQueuedWork): a cuStreamQuery on every
+            // call cost 5-8 us of host time per call (2 ranks as threads on one H200, same run).
+            try {
+                c.stream.awaitQueuedWork();
+            } catch (CudaException e) {
+                throw failures.failedCuda(header.describe(), e);
+            }
+        }
         long launchStart = System.nanoTime();
+        lastHostNanos = launchStart - entered;
         if (viaResident) {
             c.resident.ring(argsView, seq);
         } else {
@@ -150,6 +166,7 @@ final class GpuLauncher {
         }
         lastKernelNanos = c.statusView.getLongVolatile(DevCommLayout.STATUS_END_NS)
                 - c.statusView.getLongVolatile(DevCommLayout.STATUS_START_NS);
+        lastWaitNanos = System.nanoTime() - launchStart - lastLaunchNanos;
     }
 
     /**
@@ -271,7 +288,7 @@ final class GpuLauncher {
         c.streamCalls.before(on);
         GpuPlan plan = c.tuner.plan(kind, count, type, size);
         CollectiveHeader header = new CollectiveHeader(++sequence, kind, type, op, plan.protocol, root, count);
-        putArgs(header, plan, send, recv);
+        putArgs(header, plan, send, recv, DevCommLayout.ARG_FLAG_STREAM);
         launch(plan, on);
         c.streamCalls.queued(header);
     }
@@ -383,7 +400,7 @@ final class GpuLauncher {
     }
 
     /** The kernel's arguments for the call {@code header} describes (its sequence number is the ticket). */
-    private void putArgs(CollectiveHeader header, GpuPlan plan, long send, long recv) {
+    private void putArgs(CollectiveHeader header, GpuPlan plan, long send, long recv, int flags) {
         argsView.putLong(DevCommLayout.ARG_SEND, send);
         argsView.putLong(DevCommLayout.ARG_RECV, recv);
         argsView.putLong(DevCommLayout.ARG_COUNT, header.count);
@@ -398,6 +415,7 @@ final class GpuLauncher {
         argsView.putInt(DevCommLayout.ARG_PROTO, plan.protocol.ordinal());
         argsView.putInt(DevCommLayout.ARG_ROOT, header.root);
         argsView.putInt(DevCommLayout.ARG_NCHANNELS, plan.channels);
+        argsView.putInt(DevCommLayout.ARG_FLAGS, flags);
         if (log.traceEnabled(Subsys.COLL)) {
             log.trace(Subsys.COLL, "%s: %s", header.describe(), plan);
         }
@@ -405,9 +423,14 @@ final class GpuLauncher {
 
     /** Queues the plan's kernel, with the arguments in argsView, on {@code on}. */
     private void launch(GpuPlan plan, CudaStream on) {
+        // JCuda's call, not the driver's through JNA: with the parameters prepared once, JCuda's queued launch
+        // took 4.4 us and JNA's direct mapping 4.9 (GpuFloorsBench, same run): the driver's own call is the cost.
         CUfunction function = c.module.function(plan.kernel);
-        Cuda.check(JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
-                kernelParams, null), "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        int rc = JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
+                kernelParams, null);
+        if (rc != 0) {
+            Cuda.check(rc, "cuLaunchKernel(" + plan.kernel + ", " + plan.channels + " blocks)", where);
+        }
     }
 
     /** A collective of one rank: its output is its input (a barrier's buffers are the same). */
@@ -430,7 +453,7 @@ final class GpuLauncher {
         failures.raiseHostAbort();
         GpuPlan plan = c.tuner.plan(Kind.BARRIER, 1, DataType.INT32, size);
         putArgs(new CollectiveHeader(++sequence, Kind.BARRIER, DataType.INT32, ReduceOp.SUM, plan.protocol, 0, 1),
-                plan, c.barrierBuffer.address(), c.barrierBuffer.address());
+                plan, c.barrierBuffer.address(), c.barrierBuffer.address(), 0);
         launch(plan, c.stream);
         c.stream.synchronize();
     }
@@ -450,5 +473,15 @@ final class GpuLauncher {
     /** GPU time of the last collective kernel, from its first block's start to its last block's end. */
     long lastKernelNanos() {
         return lastKernelNanos;
+    }
+
+    /** Host time of the last blocking call from its entry to the launch (or doorbell): checks, gate, arguments. */
+    long lastHostNanos() {
+        return lastHostNanos;
+    }
+
+    /** Host time of the last blocking call from the end of the launch (or doorbell) to the kernel's done word seen. */
+    long lastWaitNanos() {
+        return lastWaitNanos;
     }
 }

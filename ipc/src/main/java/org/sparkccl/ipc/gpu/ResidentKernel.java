@@ -23,11 +23,17 @@ import org.sparkccl.ipc.cuda.PinnedHostBuffer;
  * and is launched again by the next call.
  *
  * <pre>
- *  doorbell (pinned, mapped host memory)
- *    0  sequence number of the call to run (2^32: stop)
- *    8  exit word: 0 while the kernel runs, then 1 + the last sequence number it saw
- *   64  the call's CollArgs (DevCommLayout.ARG_*)
+ *  doorbell (pinned, mapped host memory), one 64-byte line of four LL lines {data lo, flag, data hi, flag}
+ *  whose flags are all the call's sequence number (all 0xffffffff: stop):
+ *    0  send pointer
+ *   16  recv pointer
+ *   32  count, ticket
+ *   48  type | op << 8 | proto << 16 | kind << 24, root
+ *  128  exit word: 0 while the kernel runs, then 1 + the last sequence number it saw
  * </pre>
+ * One PCIe read of that line by the kernel brings the sequence number and the arguments together (they
+ * were two dependent reads before, the arguments 96 bytes); each 8-byte word carries the flag, so a line
+ * the host is still writing never looks complete.
  * Not thread safe; owned by its communicator.
  */
 final class ResidentKernel implements AutoCloseable {
@@ -43,10 +49,9 @@ final class ResidentKernel implements AutoCloseable {
     static final long MAX_BYTES = 16L << 10;
     static final long IDLE_NS = TimeUnit.MILLISECONDS.toNanos(2);
     static final String KERNEL = "sccl_oneshot_resident";
-    private static final int SEQ = 0;
-    private static final int EXIT = 8;
-    private static final int ARGS = 64;
-    private static final long STOP = 1L << 32;
+    private static final int EXIT = 128;
+    private static final int LINES = 4;
+    private static final int STOP = 0xffffffff;
     private static final int BYTES = 256;
 
     private final CudaDevice device;
@@ -87,12 +92,29 @@ final class ResidentKernel implements AutoCloseable {
         if (!running || bell.getLongVolatile(EXIT) != 0) {
             launch(rung);
         }
-        for (int i = 0; i < DevCommLayout.ARGS_BYTES; i += 8) {
-            bell.putLong(ARGS + i, args.getLong(i));
+        long count = args.getLong(DevCommLayout.ARG_COUNT);
+        if (count >>> 32 != 0) {
+            throw new IllegalArgumentException("the resident kernel takes counts below 2^32, not " + count);
         }
+        int what = (args.getInt(DevCommLayout.ARG_TYPE) & 0xff) | (args.getInt(DevCommLayout.ARG_OP) & 0xff) << 8
+                | (args.getInt(DevCommLayout.ARG_PROTO) & 0xff) << 16 | (args.getInt(DevCommLayout.ARG_KIND) & 0xff) << 24;
+        put(0, args.getLong(DevCommLayout.ARG_SEND), seq);
+        put(1, args.getLong(DevCommLayout.ARG_RECV), seq);
+        put(2, count | (long) args.getInt(DevCommLayout.ARG_TICKET) << 32, seq);
+        put(3, Integer.toUnsignedLong(what) | (long) args.getInt(DevCommLayout.ARG_ROOT) << 32, seq);
         beforeRing = rung;
         rung = Integer.toUnsignedLong(seq);
-        bell.putLongRelease(SEQ, rung); // orders the arguments before the sequence number
+    }
+
+    /**
+     * LL line {@code line} of the doorbell: the low and high halves of {@code data}, each beside {@code flag}.
+     * Each 8-byte store is atomic; their order does not matter (the kernel takes the line only when all
+     * flags agree), and a volatile store drains them at once.
+     */
+    private void put(int line, long data, int flag) {
+        long f = (long) flag << 32;
+        bell.putLong(16 * line, (data & 0xffffffffL) | f);
+        bell.putLongVolatile(16 * line + 8, (data >>> 32) | f);
     }
 
     /**
@@ -137,7 +159,9 @@ final class ResidentKernel implements AutoCloseable {
     public void close() {
         try {
             if (running) {
-                bell.putLongRelease(SEQ, STOP);
+                for (int line = 0; line < LINES; line++) {
+                    put(line, 0, STOP);
+                }
                 stream.synchronize();
             }
         } finally {

@@ -40,6 +40,7 @@ class DevCommLayoutTest {
         want.put("proto", DevCommLayout.ARG_PROTO);
         want.put("root", DevCommLayout.ARG_ROOT);
         want.put("nchannels", DevCommLayout.ARG_NCHANNELS);
+        want.put("flags", DevCommLayout.ARG_FLAGS);
         want.forEach((field, offset) -> assertEquals(offset, offsets.get(field), "CollArgs." + field));
     }
 
@@ -69,6 +70,7 @@ class DevCommLayoutTest {
         assertEquals(DevCommLayout.STATUS_DONE_SEQ, 4 * enumValue(src, "STATUS_WORD_DONE_SEQ"));
         assertEquals(DevCommLayout.STATUS_START_NS, 4 * enumValue(src, "STATUS_WORD_START_NS"));
         assertEquals(DevCommLayout.STATUS_END_NS, 4 * enumValue(src, "STATUS_WORD_END_NS"));
+        assertEquals(DevCommLayout.ARG_FLAG_STREAM, enumValue(src, "ARG_FLAG_STREAM"));
     }
 
     private static String source() throws IOException {

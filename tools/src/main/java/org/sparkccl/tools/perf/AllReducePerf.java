@@ -133,6 +133,12 @@ public final class AllReducePerf implements Callable<Integer> {
                     + " nccl-tests' -z 0; the time is then the row's / -n; default ${DEFAULT-VALUE}")
     int blocking;
 
+    @Option(names = {"-G", "--cudagraph"}, defaultValue = "0", paramLabel = "N",
+            description = "(--device gpu) the -n calls of a row are captured in a CUDA graph (stream-ordered calls), which"
+                    + " is replayed N times back to back and waited for once, as nccl-tests' -G N; the time is then the"
+                    + " row's / (-n x N); 0: no graph; default ${DEFAULT-VALUE}")
+    int graphLaunches;
+
     @Option(names = {"-d", "--datatype"}, defaultValue = "float", paramLabel = "TYPE",
             description = "float, double, half, bfloat16, int32, int64, int8, uint8 or all; default ${DEFAULT-VALUE}")
     String datatype;
@@ -253,6 +259,15 @@ public final class AllReducePerf implements Callable<Integer> {
         if (blocking != 0 && blocking != 1) {
             throw bad("-z takes 0 or 1, got " + blocking);
         }
+        if (graphLaunches < 0) {
+            throw bad("-G takes a number of graph launches >= 0, got " + graphLaunches);
+        }
+        if (graphLaunches > 0 && !device.equalsIgnoreCase("gpu")) {
+            throw bad("-G captures calls in a CUDA graph: it needs --device gpu");
+        }
+        if (graphLaunches > 0 && pretendHosts > 0) {
+            throw bad("-G captures stream-ordered calls, which the GPU engine does not offer across hosts yet");
+        }
         if (register != 0 && register != 1) {
             throw bad("-R takes 0 or 1, got " + register);
         }
@@ -347,7 +362,7 @@ public final class AllReducePerf implements Callable<Integer> {
                  PerfMemory memory = gpu ? deviceMemory(comm, Math.max(8, maxBytes))
                          : new HostPerfMemory(comm, Math.max(8, maxBytes), register == 1);
                  HostStagingBuffer savedInput = rewriteInput ? zeroed(new HostStagingBuffer(Math.max(8, maxBytes))) : null;
-                 QueuedGpuCalls queued = blocking == 0 ? new QueuedGpuCalls((GpuCommunicator) comm) : null) {
+                 QueuedGpuCalls queued = blocking == 0 || graphLaunches > 0 ? new QueuedGpuCalls((GpuCommunicator) comm) : null) {
                 // Bound only now: the communicator sizes its spinning by the cores the creating
                 // thread may use, which binding narrows to one.
                 String bound = bind(me.rank());
@@ -556,12 +571,14 @@ public final class AllReducePerf implements Callable<Integer> {
 
         private void printHeader(String devices) {
             out.printf(Locale.ROOT, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d "
-                            + "agg iters: 1 validation: %d graph: 0%n",
+                            + "agg iters: 1 validation: %d graph: %d%n",
                     comm.size(), minBytes, maxBytes, stepFactor > 1 ? stepFactor : stepBytes,
-                    stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, checkIters);
+                    stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, checkIters, graphLaunches);
             out.println("#");
             out.println("# sparkccl allreduce-perf: " + comm.size() + " rank(s) as processes of this host, device " + device + ", "
-                    + describeSettings() + (blocking == 0 ? ", timed calls queued on a stream (-z 0)" : ", blocking calls"));
+                    + describeSettings() + (graphLaunches > 0 ? ", timed calls captured in a CUDA graph, replayed " + graphLaunches
+                    + " times (-G " + graphLaunches + ")" : blocking == 0 ? ", timed calls queued on a stream (-z 0)"
+                    : ", blocking calls"));
             out.println("#");
             out.println("# Using devices");
             out.print(devices);
@@ -708,6 +725,17 @@ public final class AllReducePerf implements Callable<Integer> {
          * wall time.
          */
         private long timedCalls(long src, long count, DataType type, ReduceOp reduceOp, int calls, long[] callNs) {
+            if (queued != null && graphLaunches > 0) {
+                // -G N: the calls captured once (untimed), the graph replayed N times, one wait; each call is
+                // credited the mean, and the row's time is that of one replay.
+                long total = queued.graphed(() -> {
+                    for (int i = 0; i < calls; i++) {
+                        queued.allReduce(src, recv, count, type, reduceOp);
+                    }
+                }, graphLaunches, comm::barrier);
+                java.util.Arrays.fill(callNs, 0, calls, total / ((long) calls * graphLaunches));
+                return total / graphLaunches;
+            }
             if (queued != null) {
                 // -z 0: one wait for the whole row; each call is credited the mean.
                 long t0 = System.nanoTime();

@@ -146,9 +146,9 @@ public final class GpuAllReduceBench implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "# sparkccl GPU allreduce: %d rank(s), %s, %s%n", comm.size(),
                         threads ? "threads of one JVM" : "one process per rank", comm.describeLinks());
                 System.out.printf(Locale.ROOT, "# settings: %s%n", params.describeSet());
-                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s %10s %10s %10s %9s %10s %9s%n",
+                System.out.printf(Locale.ROOT, "%12s %12s %8s %6s %10s %9s %9s %7s %10s %10s %8s %8s %10s %9s %10s %9s%n",
                         "size(B)", "count", "type", "proto", "time(us)", "algbw", "busbw", "wrong", "launch(us)",
-                        "kernel(us)", "stream(us)", "busbw", "graph(us)", "busbw");
+                        "kernel(us)", "host(us)", "wait(us)", "stream(us)", "busbw", "graph(us)", "busbw");
             }
             // A fresh JVM: the call path is interpreted for its first thousand calls or so.
             for (int i = 0; i < 2000; i++) {
@@ -170,11 +170,15 @@ public final class GpuAllReduceBench implements Callable<Integer> {
                 bootstrap.barrier();
                 long launchNanos = 0;
                 long kernelNanos = 0;
+                long hostNanos = 0;
+                long waitNanos = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < iters; i++) {
                     comm.allReduce(send.address(), recv.address(), count, type, op);
                     launchNanos += comm.lastLaunchNanos();
                     kernelNanos += comm.lastKernelNanos();
+                    hostNanos += comm.lastHostNanos();
+                    waitNanos += comm.lastWaitNanos();
                 }
                 double us = (System.nanoTime() - t0) / 1e3 / iters;
                 double algbw = size / us / 1e3;
@@ -189,9 +193,10 @@ public final class GpuAllReduceBench implements Callable<Integer> {
                 }
                 wrongTotal += wrong;
                 if (print) {
-                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f%s%n", size,
-                            count, type.ncclName(), comm.algorithmFor(count, type), us, algbw, busbw, wrong,
-                            launchNanos / 1e3 / iters, kernelNanos / 1e3 / iters, streamed);
+                    System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f %8.2f %8.2f%s%n",
+                            size, count, type.ncclName(), comm.algorithmFor(count, type), us, algbw, busbw, wrong,
+                            launchNanos / 1e3 / iters, kernelNanos / 1e3 / iters, hostNanos / 1e3 / iters,
+                            waitNanos / 1e3 / iters, streamed);
                 }
                 if (factor <= 1) {
                     break;
