@@ -1,0 +1,91 @@
+package org.sparkccl.spark.ml;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.StringJoiner;
+import org.apache.spark.SparkConf;
+import org.apache.spark.ml.linalg.SQLDataTypes;
+import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.sparkccl.spark.SparkCclPlugin;
+import org.sparkccl.train.Example;
+import org.sparkccl.train.TrainingData;
+
+/** The bundled digits in the shapes Spark ML users have them, and the tests' Spark configuration. */
+final class MlTestData {
+    private MlTestData() {
+    }
+
+    /** Everything on 127.0.0.1, no UI, sparkccl's plugin installed. */
+    static SparkConf localConf(int threads, String appName) {
+        return new SparkConf()
+                .setAppName(appName)
+                .setMaster("local[" + threads + "]")
+                .set("spark.driver.host", "127.0.0.1")
+                .set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.ui.enabled", "false")
+                .set("spark.sql.shuffle.partitions", "4")
+                .set("spark.plugins", SparkCclPlugin.class.getName());
+    }
+
+    /** id (long), features (an ML vector of the 64 pixels, 0..16), label (double 0..9). */
+    static Dataset<Row> digitsVectors(SparkSession spark) {
+        List<Row> rows = new ArrayList<>();
+        for (Example e : TrainingData.digitsExamples()) {
+            double[] x = new double[e.features().length];
+            for (int i = 0; i < x.length; i++) {
+                x[i] = e.features()[i];
+            }
+            rows.add(RowFactory.create(e.id(), Vectors.dense(x), (double) e.label()));
+        }
+        StructType schema = new StructType().add("id", DataTypes.LongType, false)
+                .add("features", SQLDataTypes.VectorType(), false).add("label", DataTypes.DoubleType, false);
+        return spark.createDataFrame(rows, schema);
+    }
+
+    /** id, one double column per pixel (p0 .. p63), label: what a VectorAssembler starts from. */
+    static Dataset<Row> digitsColumns(SparkSession spark) {
+        List<Row> rows = new ArrayList<>();
+        StructType schema = new StructType().add("id", DataTypes.LongType, false);
+        for (int i = 0; i < 64; i++) {
+            schema = schema.add("p" + i, DataTypes.DoubleType, false);
+        }
+        schema = schema.add("label", DataTypes.DoubleType, false);
+        for (Example e : TrainingData.digitsExamples()) {
+            Object[] values = new Object[66];
+            values[0] = e.id();
+            for (int i = 0; i < 64; i++) {
+                values[i + 1] = (double) e.features()[i];
+            }
+            values[65] = (double) e.label();
+            rows.add(RowFactory.create(values));
+        }
+        return spark.createDataFrame(rows, schema);
+    }
+
+    static String[] pixelColumns() {
+        String[] names = new String[64];
+        for (int i = 0; i < 64; i++) {
+            names[i] = "p" + i;
+        }
+        return names;
+    }
+
+    /** This test's class path with absolute entries (surefire may run from a manifest jar). */
+    static String absoluteTestClassPath() {
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        StringJoiner out = new StringJoiner(File.pathSeparator);
+        for (String entry : cp.split(File.pathSeparator)) {
+            if (!entry.isEmpty()) {
+                out.add(new File(entry).getAbsolutePath());
+            }
+        }
+        return out.toString();
+    }
+}
