@@ -13,7 +13,7 @@ import org.apache.spark.sql.SparkSession;
  * {@link SparkCclMlpClassificationModel}, or a {@link PipelineModel} with one), scores the rows of
  * a Parquet file and writes one line per row (see {@link #lines}) to the output file.
  *
- * <pre>SavedModelScorer model|pipeline MODEL_DIR DATA_PARQUET OUT_FILE</pre>
+ * <pre>SavedModelScorer (model|pipeline MODEL_DIR DATA_PARQUET OUT_FILE)...</pre>
  */
 public final class SavedModelScorer {
     private SavedModelScorer() {
@@ -22,11 +22,13 @@ public final class SavedModelScorer {
     public static void main(String[] args) throws Exception {
         SparkSession spark = SparkSession.builder().config(MlTestData.localConf(2, "sparkccl-saved-model")).getOrCreate();
         try {
-            Dataset<Row> data = spark.read().parquet(args[2]);
-            Dataset<Row> scored = args[0].equals("pipeline") ? PipelineModel.load(args[1]).transform(data)
-                    : SparkCclMlpClassificationModel.load(args[1]).transform(data);
-            Files.write(Path.of(args[3]), lines(scored));
-            System.out.println("scored " + data.count() + " rows");
+            for (int a = 0; a + 3 < args.length; a += 4) {
+                Dataset<Row> data = spark.read().parquet(args[a + 2]);
+                Dataset<Row> scored = args[a].equals("pipeline") ? PipelineModel.load(args[a + 1]).transform(data)
+                        : SparkCclMlpClassificationModel.load(args[a + 1]).transform(data);
+                Files.write(Path.of(args[a + 3]), lines(scored));
+                System.out.println("scored " + data.count() + " rows with the saved " + args[a]);
+            }
         } finally {
             spark.stop();
         }

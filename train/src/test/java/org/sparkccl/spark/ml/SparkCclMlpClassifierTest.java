@@ -183,16 +183,18 @@ class SparkCclMlpClassifierTest {
 
         // A fresh JVM: nothing of this one's state, the same predictions to the last bit.
         testColumns.write().parquet(dataPath);
-        assertEquals(SavedModelScorer.lines(scored), scoreInFreshJvm("pipeline", pipelinePath, dataPath, dir.resolve("p.txt")));
         String featuresPath = dir.resolve("features.parquet").toString();
         features.select("id", "features").write().parquet(featuresPath);
-        assertEquals(SavedModelScorer.lines(model.transform(features)),
-                scoreInFreshJvm("model", modelPath, featuresPath, dir.resolve("m.txt")));
+        Path pipelineOut = dir.resolve("p.txt");
+        Path modelOut = dir.resolve("m.txt");
+        scoreInFreshJvm(dir.resolve("fresh-jvm.log"), "pipeline", pipelinePath, dataPath, pipelineOut.toString(),
+                "model", modelPath, featuresPath, modelOut.toString());
+        assertEquals(SavedModelScorer.lines(scored), Files.readAllLines(pipelineOut));
+        assertEquals(SavedModelScorer.lines(model.transform(features)), Files.readAllLines(modelOut));
     }
 
     /** {@link SavedModelScorer} in a new JVM with Spark's JVM options and this test's class path. */
-    private static List<String> scoreInFreshJvm(String kind, String modelPath, String dataPath, Path out)
-            throws IOException, InterruptedException {
+    private static void scoreInFreshJvm(Path log, String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx512m");
@@ -201,15 +203,13 @@ class SparkCclMlpClassifierTest {
         command.add("-cp");
         command.add(MlTestData.absoluteTestClassPath());
         command.add(SavedModelScorer.class.getName());
-        command.addAll(List.of(kind, modelPath, dataPath, out.toString()));
-        Path log = out.resolveSibling(out.getFileName() + ".log");
+        command.addAll(List.of(args));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         boolean ended = p.waitFor(180, TimeUnit.SECONDS);
         if (!ended) {
             p.destroyForcibly();
         }
         String output = Files.readString(log, StandardCharsets.UTF_8);
-        assertTrue(ended && p.exitValue() == 0, "the fresh JVM scoring the saved " + kind + " failed:\n" + output);
-        return Files.readAllLines(out);
+        assertTrue(ended && p.exitValue() == 0, "the fresh JVM scoring the saved models failed:\n" + output);
     }
 }
