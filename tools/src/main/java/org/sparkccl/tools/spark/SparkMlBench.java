@@ -87,6 +87,9 @@ public final class SparkMlBench implements Callable<Integer> {
     double stepSize;
     @Option(names = "--mllib-iters", defaultValue = "100", description = "MLlib's L-BFGS iterations (its default) [${DEFAULT-VALUE}]")
     int mllibIters;
+    @Option(names = "--methods", defaultValue = "sparkccl,mllib", split = ",",
+            description = "which to fit: sparkccl, mllib (both for a comparison) [${DEFAULT-VALUE}]")
+    List<String> methods;
     @Option(names = "--plot", paramLabel = "FILE", description = "draw fit time and validation accuracy of both into FILE (PNG)")
     Path plot;
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
@@ -94,6 +97,24 @@ public final class SparkMlBench implements Callable<Integer> {
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new SparkMlBench()).execute(args));
+    }
+
+    /** The benchmark with these command-line options (the rest at their defaults), to run from code: {@link #compare}. */
+    public static SparkMlBench withOptions(String... args) {
+        SparkMlBench bench = new SparkMlBench();
+        new CommandLine(bench).parseArgs(args);
+        return bench;
+    }
+
+    /** Reads results written with {@code --csv}. */
+    public static List<Result> readCsv(Path file) throws IOException {
+        List<Result> out = new ArrayList<>();
+        for (String line : Files.readAllLines(file).subList(1, Files.readAllLines(file).size())) {
+            String[] cells = line.split(",", 7);
+            out.add(new Result(cells[0], cells[1], Long.parseLong(cells[2]), Long.parseLong(cells[3]),
+                    Double.parseDouble(cells[4]), Double.parseDouble(cells[5]), cells[6].replaceAll("^\"|\"$", "")));
+        }
+        return out;
     }
 
     /** One model's result on one data set. */
@@ -137,7 +158,8 @@ public final class SparkMlBench implements Callable<Integer> {
         }
     }
 
-    private List<Result> compare(SparkSession spark, String set) {
+    /** Both models on data set {@code set} ("digits" or "generated"): sparkccl's result, then MLlib's. */
+    public List<Result> compare(SparkSession spark, String set) {
         Dataset<Row> raw;
         int steps;
         int batch;
@@ -168,17 +190,22 @@ public final class SparkMlBench implements Callable<Integer> {
 
         SparkCclMlpClassifier ccl = new SparkCclMlpClassifier().setHiddenLayers(new int[] {hidden}).setMaxIter(steps)
                 .setBatchSize(batch).setStepSize(stepSize).setSeed(seed).setNumRanks(ranks);
-        Result ours = fitAndScore(set, "sparkccl SparkCclMlpClassifier", ccl, train, validation, trainRows, validationRows,
-                String.format(Locale.ROOT, "%d ranks, Adam lr %g, %d steps of %d rows (%.1f epochs), tanh", ranks, stepSize,
-                        steps, batch, steps * (double) batch / trainRows));
+        List<Result> out = new ArrayList<>();
+        if (methods.contains("sparkccl")) {
+            out.add(fitAndScore(set, "sparkccl SparkCclMlpClassifier", ccl, train, validation, trainRows, validationRows,
+                    String.format(Locale.ROOT, "%d ranks, Adam lr %g, %d steps of %d rows (%.1f epochs), tanh", ranks,
+                            stepSize, steps, batch, steps * (double) batch / trainRows)));
+        }
         MultilayerPerceptronClassifier mllib = new MultilayerPerceptronClassifier()
                 .setLayers(new int[] {inputs, hidden, numClasses}).setMaxIter(mllibIters).setSeed(seed);
-        Result theirs = fitAndScore(set, "MLlib MultilayerPerceptronClassifier", mllib, train, validation, trainRows,
-                validationRows, String.format(Locale.ROOT, "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid",
-                        mllibIters, mllib.getTol(), mllib.getBlockSize()));
+        if (methods.contains("mllib")) {
+            out.add(fitAndScore(set, "MLlib MultilayerPerceptronClassifier", mllib, train, validation, trainRows,
+                    validationRows, String.format(Locale.ROOT, "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid",
+                            mllibIters, mllib.getTol(), mllib.getBlockSize())));
+        }
         train.unpersist();
         validation.unpersist();
-        return List.of(ours, theirs);
+        return out;
     }
 
     private <M extends Model<M>> Result fitAndScore(String set, String method, org.apache.spark.ml.Estimator<M> estimator,
@@ -218,9 +245,12 @@ public final class SparkMlBench implements Callable<Integer> {
             out.append(String.format(Locale.ROOT, "| %s | %s | %d / %d | %.2f | %.4f | %s |%n", r.set(), r.method(),
                     r.trainRows(), r.validationRows(), r.fitSeconds(), r.validationAccuracy(), r.config()));
         }
-        for (int i = 0; i + 1 < results.size(); i += 2) {
+        for (int i = 0; i + 1 < results.size(); i++) {
             Result ours = results.get(i);
             Result theirs = results.get(i + 1);
+            if (!ours.set().equals(theirs.set()) || !ours.method().startsWith("sparkccl") || theirs.method().startsWith("sparkccl")) {
+                continue;
+            }
             out.append(String.format(Locale.ROOT, "%n%s: sparkccl's fit %.1fx faster than MLlib's; validation accuracy"
                             + " %+.2f points", ours.set(), theirs.fitSeconds() / ours.fitSeconds(),
                     100 * (ours.validationAccuracy() - theirs.validationAccuracy())));

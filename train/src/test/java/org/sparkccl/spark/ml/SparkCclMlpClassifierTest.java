@@ -36,6 +36,8 @@ import org.sparkccl.train.PreparedData;
 import org.sparkccl.train.TrainConfig;
 import org.sparkccl.train.TrainJob;
 import org.sparkccl.train.TrainResult;
+import org.sparkccl.train.TrainedClassifier;
+import org.sparkccl.train.TrainingData;
 
 /**
  * The Estimator as Spark ML users use it, on the bundled digits: fit and transform, the same weights
@@ -44,6 +46,8 @@ import org.sparkccl.train.TrainResult;
  */
 class SparkCclMlpClassifierTest {
     private static final Path JVM_OPTIONS = Path.of("../scripts/spark-jvm-options");
+    private static final Path SPARK_DOC = Path.of("../docs/spark.md");
+    private static final Path EXAMPLE_SOURCE = Path.of("src/test/java/org/sparkccl/spark/ml/SparkMlDocExample.java");
     private static SparkSession spark;
     private static Dataset<Row> train;
     private static Dataset<Row> test;
@@ -93,6 +97,25 @@ class SparkCclMlpClassifierTest {
         // Plain tasks: as many partitions as the data has, and the same answers however it is split.
         assertEquals(SavedModelScorer.lines(scored), SavedModelScorer.lines(model.transform(test.repartition(5))));
         assertEquals(SavedModelScorer.lines(scored), SavedModelScorer.lines(model.transform(test.coalesce(1))));
+        // TrainJob's validation figures (TrainedClassifier.evaluate) are Spark's evaluator's on the same rows.
+        TrainedClassifier.Evaluation held = model.classifier().evaluate(TrainingData.examples(test, "features", "label"));
+        assertEquals(test.count(), held.rows());
+        assertEquals(accuracy, held.accuracy(), 1e-12);
+    }
+
+    @Test
+    void trainJobsValidationSplitIsSeededAndChecked() {
+        Dataset<Row> digits = MlTestData.digitsVectors(spark);
+        Dataset<Row>[] a = TrainJob.splitForValidation(digits, 0.2, 1);
+        Dataset<Row>[] b = TrainJob.splitForValidation(digits, 0.2, 1);
+        assertEquals(a[1].select("id").collectAsList(), b[1].select("id").collectAsList());
+        long held = a[1].count();
+        assertEquals(1797, a[0].count() + held);
+        assertTrue(held > 0.15 * 1797 && held < 0.25 * 1797, held + " rows held out");
+        assertEquals(1, TrainJob.splitForValidation(digits, 0, 1).length);
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                () -> TrainJob.splitForValidation(digits, 1, 1));
+        assertTrue(bad.getMessage().contains("--validation-fraction"), bad.getMessage());
     }
 
     @Test
@@ -191,6 +214,33 @@ class SparkCclMlpClassifierTest {
                 "model", modelPath, featuresPath, modelOut.toString());
         assertEquals(SavedModelScorer.lines(scored), Files.readAllLines(pipelineOut));
         assertEquals(SavedModelScorer.lines(model.transform(features)), Files.readAllLines(modelOut));
+    }
+
+    @Test
+    void theDocsExampleRunsAndIsTheOneTheDocsShow(@TempDir Path dir) throws IOException {
+        SparkMlDocExample.Outcome outcome = SparkMlDocExample.run(MlTestData.digitsColumns(spark), MlTestData.pixelColumns(),
+                dir.resolve("digits-mlp").toString());
+        assertTrue(outcome.accuracy() > 0.9, "held-out accuracy " + outcome.accuracy());
+        assertEquals(200, outcome.losses().length);
+        assertEquals(SavedModelScorer.lines(outcome.scored()),
+                SavedModelScorer.lines(PipelineModel.load(dir.resolve("digits-mlp").toString())
+                        .transform(MlTestData.digitsColumns(spark).randomSplit(new double[] {0.8, 0.2}, 7)[1])));
+
+        List<String> block = new ArrayList<>();
+        boolean inside = false;
+        for (String line : Files.readAllLines(EXAMPLE_SOURCE)) {
+            if (line.strip().equals("// docs/spark.md end")) {
+                break;
+            }
+            if (inside) {
+                block.add(line.isBlank() ? "" : line.substring(8)); // method body indent -> none in the Markdown block
+            }
+            inside |= line.strip().equals("// docs/spark.md begin");
+        }
+        assertTrue(block.size() > 5, "docs markers not found in " + EXAMPLE_SOURCE);
+        String expected = "```java\n" + String.join("\n", block) + "\n```";
+        assertTrue(Files.readString(SPARK_DOC).contains(expected),
+                "docs/spark.md must show the example of " + EXAMPLE_SOURCE + " exactly, i.e.:\n" + expected);
     }
 
     /** {@link SavedModelScorer} in a new JVM with Spark's JVM options and this test's class path. */
