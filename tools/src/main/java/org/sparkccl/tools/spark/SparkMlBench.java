@@ -81,12 +81,16 @@ public final class SparkMlBench implements Callable<Integer> {
     int digitsBatch;
     @Option(names = "--generated-steps", defaultValue = "600", description = "sparkccl steps on the generated set [${DEFAULT-VALUE}]")
     int generatedSteps;
-    @Option(names = "--generated-batch", defaultValue = "512", description = "sparkccl global minibatch on the generated set [${DEFAULT-VALUE}]")
+    @Option(names = "--generated-batch", defaultValue = "1024", description = "sparkccl global minibatch on the generated set [${DEFAULT-VALUE}]")
     int generatedBatch;
-    @Option(names = "--step-size", defaultValue = "0.01", description = "sparkccl's Adam learning rate [${DEFAULT-VALUE}]")
-    double stepSize;
-    @Option(names = "--mllib-iters", defaultValue = "100", description = "MLlib's L-BFGS iterations (its default) [${DEFAULT-VALUE}]")
-    int mllibIters;
+    @Option(names = "--digits-step-size", defaultValue = "0.01", description = "sparkccl's Adam learning rate on the digits [${DEFAULT-VALUE}]")
+    double digitsStepSize;
+    @Option(names = "--generated-step-size", defaultValue = "0.005",
+            description = "sparkccl's Adam learning rate on the generated set [${DEFAULT-VALUE}]")
+    double generatedStepSize;
+    @Option(names = "--mllib-iters", defaultValue = "50,100", split = ",",
+            description = "MLlib's L-BFGS iterations, one fit per value (100 is its default) [${DEFAULT-VALUE}]")
+    List<Integer> mllibIters;
     @Option(names = "--methods", defaultValue = "sparkccl,mllib", split = ",",
             description = "which to fit: sparkccl, mllib (both for a comparison) [${DEFAULT-VALUE}]")
     List<String> methods;
@@ -163,16 +167,19 @@ public final class SparkMlBench implements Callable<Integer> {
         Dataset<Row> raw;
         int steps;
         int batch;
+        double stepSize;
         switch (set) {
             case "digits":
                 raw = digits(spark);
                 steps = digitsSteps;
                 batch = digitsBatch;
+                stepSize = digitsStepSize;
                 break;
             case "generated":
                 raw = generated(spark, rows, features, classes, separation, seed, ranks);
                 steps = generatedSteps;
                 batch = generatedBatch;
+                stepSize = generatedStepSize;
                 break;
             default:
                 throw new IllegalArgumentException("unknown set '" + set + "': use digits or generated");
@@ -196,12 +203,12 @@ public final class SparkMlBench implements Callable<Integer> {
                     String.format(Locale.ROOT, "%d ranks, Adam lr %g, %d steps of %d rows (%.1f epochs), tanh", ranks,
                             stepSize, steps, batch, steps * (double) batch / trainRows)));
         }
-        MultilayerPerceptronClassifier mllib = new MultilayerPerceptronClassifier()
-                .setLayers(new int[] {inputs, hidden, numClasses}).setMaxIter(mllibIters).setSeed(seed);
-        if (methods.contains("mllib")) {
-            out.add(fitAndScore(set, "MLlib MultilayerPerceptronClassifier", mllib, train, validation, trainRows,
-                    validationRows, String.format(Locale.ROOT, "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid",
-                            mllibIters, mllib.getTol(), mllib.getBlockSize())));
+        for (int iters : methods.contains("mllib") ? mllibIters : List.<Integer>of()) {
+            MultilayerPerceptronClassifier mllib = new MultilayerPerceptronClassifier()
+                    .setLayers(new int[] {inputs, hidden, numClasses}).setMaxIter(iters).setSeed(seed);
+            out.add(fitAndScore(set, "MLlib MultilayerPerceptronClassifier (maxIter " + iters + ")", mllib, train,
+                    validation, trainRows, validationRows, String.format(Locale.ROOT,
+                            "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid", iters, mllib.getTol(), mllib.getBlockSize())));
         }
         train.unpersist();
         validation.unpersist();
@@ -245,15 +252,14 @@ public final class SparkMlBench implements Callable<Integer> {
             out.append(String.format(Locale.ROOT, "| %s | %s | %d / %d | %.2f | %.4f | %s |%n", r.set(), r.method(),
                     r.trainRows(), r.validationRows(), r.fitSeconds(), r.validationAccuracy(), r.config()));
         }
-        for (int i = 0; i + 1 < results.size(); i++) {
-            Result ours = results.get(i);
-            Result theirs = results.get(i + 1);
-            if (!ours.set().equals(theirs.set()) || !ours.method().startsWith("sparkccl") || theirs.method().startsWith("sparkccl")) {
-                continue;
+        for (Result ours : results) {
+            for (Result theirs : results) {
+                if (ours.set().equals(theirs.set()) && ours.method().startsWith("sparkccl") && !theirs.method().startsWith("sparkccl")) {
+                    out.append(String.format(Locale.ROOT, "%n%s: sparkccl's fit %.1fx faster than %s's; validation"
+                                    + " accuracy %+.2f points", ours.set(), theirs.fitSeconds() / ours.fitSeconds(),
+                            theirs.method(), 100 * (ours.validationAccuracy() - theirs.validationAccuracy())));
+                }
             }
-            out.append(String.format(Locale.ROOT, "%n%s: sparkccl's fit %.1fx faster than MLlib's; validation accuracy"
-                            + " %+.2f points", ours.set(), theirs.fitSeconds() / ours.fitSeconds(),
-                    100 * (ours.validationAccuracy() - theirs.validationAccuracy())));
         }
         return out.toString();
     }
@@ -263,7 +269,8 @@ public final class SparkMlBench implements Callable<Integer> {
         DefaultCategoryDataset time = new DefaultCategoryDataset();
         DefaultCategoryDataset accuracy = new DefaultCategoryDataset();
         for (Result r : results) {
-            String method = r.method().startsWith("sparkccl") ? "sparkccl" : "MLlib";
+            String method = r.method().startsWith("sparkccl") ? "sparkccl"
+                    : r.method().replace("MLlib MultilayerPerceptronClassifier", "MLlib").replace("(", "").replace(")", "");
             String set = r.set() + " (" + r.trainRows() + " rows)";
             time.addValue(r.fitSeconds(), method, set);
             accuracy.addValue(r.validationAccuracy(), method, set);
@@ -289,7 +296,8 @@ public final class SparkMlBench implements Callable<Integer> {
         renderer.setBarPainter(new StandardBarPainter());
         renderer.setShadowVisible(false);
         renderer.setSeriesPaint(0, new Color(0x1f77b4));
-        renderer.setSeriesPaint(1, new Color(0xff7f0e));
+        renderer.setSeriesPaint(1, new Color(0xffbb78));
+        renderer.setSeriesPaint(2, new Color(0xff7f0e));
         return renderer;
     }
 
