@@ -24,8 +24,8 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.jfree.chart.JFreeChart;
+import org.jfree.chart.LegendItemCollection;
 import org.jfree.chart.axis.CategoryAxis;
-import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.plot.CategoryPlot;
 import org.jfree.chart.plot.CombinedDomainCategoryPlot;
@@ -98,6 +98,8 @@ public final class SparkMlBench implements Callable<Integer> {
     Path plot;
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
     Path csv;
+    @Option(names = "--from-csv", paramLabel = "FILE", description = "fit nothing: print and plot the results of an earlier --csv")
+    Path fromCsv;
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new SparkMlBench()).execute(args));
@@ -128,6 +130,15 @@ public final class SparkMlBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (fromCsv != null) {
+            List<Result> recorded = readCsv(fromCsv);
+            System.out.println(table(recorded));
+            if (plot != null) {
+                Charts.writePng(chart(recorded), plot);
+                System.out.println("plot: " + plot);
+            }
+            return 0;
+        }
         SparkSession.Builder builder = SparkSession.builder().appName("sparkccl ML benchmark")
                 .config("spark.plugins", SparkCclPlugin.class.getName());
         if (master != null || System.getProperty("spark.master") == null) {
@@ -275,13 +286,13 @@ public final class SparkMlBench implements Callable<Integer> {
             time.addValue(r.fitSeconds(), method, set);
             accuracy.addValue(r.validationAccuracy(), method, set);
         }
-        LogAxis seconds = new LogAxis("fit wall time (s)");
-        seconds.setSmallestValue(0.1);
+        NumberAxis seconds = new NumberAxis("fit wall time (s)");
         CategoryPlot top = new CategoryPlot(time, null, seconds, bars());
         NumberAxis share = new NumberAxis("validation accuracy");
         share.setAutoRangeIncludesZero(false);
         share.setRange(Math.max(0, results.stream().mapToDouble(Result::validationAccuracy).min().orElse(0) - 0.05), 1.0);
         CategoryPlot bottom = new CategoryPlot(accuracy, null, share, bars());
+        bottom.setFixedLegendItems(new LegendItemCollection()); // the same series as the top panel's
         CombinedDomainCategoryPlot plot = new CombinedDomainCategoryPlot(new CategoryAxis("data set"));
         plot.add(top, 1);
         plot.add(bottom, 1);
