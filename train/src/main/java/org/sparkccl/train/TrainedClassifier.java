@@ -73,6 +73,11 @@ public final class TrainedClassifier implements Serializable {
         model().logits(weights, x, scores);
     }
 
+    /** Class scores (logits) into class probabilities, in place: the softmax the trainer's loss uses. */
+    public static void probabilitiesInPlace(double[] scores) {
+        SoftmaxMath.softmaxInPlace(scores);
+    }
+
     /** The most likely class of one row of raw features. */
     public int predict(double[] features) {
         double[] z = new double[spec.classes()];

@@ -98,26 +98,14 @@ public final class SparkCclMlpClassificationModel
         return Vectors.dense(scores);
     }
 
-    /** Softmax of the class scores, in place (largest score subtracted first, so that exp cannot overflow). */
+    /** Softmax of the class scores, in place, as the trainer's loss computes it. */
     @Override
     public Vector raw2probabilityInPlace(Vector rawPrediction) {
         if (!(rawPrediction instanceof DenseVector)) {
             throw new IllegalArgumentException(uid() + ": raw predictions are dense vectors, got "
                     + rawPrediction.getClass().getName());
         }
-        double[] v = ((DenseVector) rawPrediction).values();
-        double max = Double.NEGATIVE_INFINITY;
-        for (double z : v) {
-            max = Math.max(max, z);
-        }
-        double sum = 0;
-        for (int c = 0; c < v.length; c++) {
-            v[c] = Math.exp(v[c] - max);
-            sum += v[c];
-        }
-        for (int c = 0; c < v.length; c++) {
-            v[c] /= sum;
-        }
+        TrainedClassifier.probabilitiesInPlace(((DenseVector) rawPrediction).values());
         return rawPrediction;
     }
 

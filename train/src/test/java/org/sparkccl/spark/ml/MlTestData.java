@@ -1,10 +1,7 @@
 package org.sparkccl.spark.ml;
 
-import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.StringJoiner;
-import org.apache.spark.SparkConf;
 import org.apache.spark.ml.linalg.SQLDataTypes;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.sql.Dataset;
@@ -13,25 +10,12 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
-import org.sparkccl.spark.SparkCclPlugin;
 import org.sparkccl.train.Example;
 import org.sparkccl.train.TrainingData;
 
-/** The bundled digits in the shapes Spark ML users have them, and the tests' Spark configuration. */
+/** The bundled digits in the shapes Spark ML users have them. */
 final class MlTestData {
     private MlTestData() {
-    }
-
-    /** Everything on 127.0.0.1, no UI, sparkccl's plugin installed. */
-    static SparkConf localConf(int threads, String appName) {
-        return new SparkConf()
-                .setAppName(appName)
-                .setMaster("local[" + threads + "]")
-                .set("spark.driver.host", "127.0.0.1")
-                .set("spark.driver.bindAddress", "127.0.0.1")
-                .set("spark.ui.enabled", "false")
-                .set("spark.sql.shuffle.partitions", "4")
-                .set("spark.plugins", SparkCclPlugin.class.getName());
     }
 
     /** id (long), features (an ML vector of the 64 pixels, 0..16), label (double 0..9). */
@@ -75,17 +59,5 @@ final class MlTestData {
             names[i] = "p" + i;
         }
         return names;
-    }
-
-    /** This test's class path with absolute entries (surefire may run from a manifest jar). */
-    static String absoluteTestClassPath() {
-        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        StringJoiner out = new StringJoiner(File.pathSeparator);
-        for (String entry : cp.split(File.pathSeparator)) {
-            if (!entry.isEmpty()) {
-                out.add(new File(entry).getAbsolutePath());
-            }
-        }
-        return out.toString();
     }
 }

@@ -7,6 +7,7 @@ import org.apache.spark.ml.PipelineModel;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.sparkccl.spark.SparkTestSupport;
 
 /**
  * Run in a JVM of its own by {@link SparkCclMlpClassifierTest}: loads a saved model (a
@@ -20,7 +21,7 @@ public final class SavedModelScorer {
     }
 
     public static void main(String[] args) throws Exception {
-        SparkSession spark = SparkSession.builder().config(MlTestData.localConf(2, "sparkccl-saved-model")).getOrCreate();
+        SparkSession spark = SparkSession.builder().config(SparkTestSupport.localConf(2, "sparkccl-saved-model")).getOrCreate();
         try {
             for (int a = 0; a + 3 < args.length; a += 4) {
                 Dataset<Row> data = spark.read().parquet(args[a + 2]);

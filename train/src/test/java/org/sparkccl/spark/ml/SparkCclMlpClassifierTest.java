@@ -30,6 +30,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.sparkccl.spark.SparkTestSupport;
 import org.sparkccl.train.ModelSpec;
 import org.sparkccl.train.OptimizerSpec;
 import org.sparkccl.train.PreparedData;
@@ -54,7 +55,7 @@ class SparkCclMlpClassifierTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().config(MlTestData.localConf(4, "sparkccl-ml")).getOrCreate();
+        spark = SparkSession.builder().config(SparkTestSupport.localConf(4, "sparkccl-ml")).getOrCreate();
         Dataset<Row>[] split = MlTestData.digitsVectors(spark).randomSplit(new double[] {0.8, 0.2}, 7);
         train = split[0].cache();
         test = split[1].cache();
@@ -226,18 +227,8 @@ class SparkCclMlpClassifierTest {
                 SavedModelScorer.lines(PipelineModel.load(dir.resolve("digits-mlp").toString())
                         .transform(MlTestData.digitsColumns(spark).randomSplit(new double[] {0.8, 0.2}, 7)[1])));
 
-        List<String> block = new ArrayList<>();
-        boolean inside = false;
-        for (String line : Files.readAllLines(EXAMPLE_SOURCE)) {
-            if (line.strip().equals("// docs/spark.md end")) {
-                break;
-            }
-            if (inside) {
-                block.add(line.isBlank() ? "" : line.substring(8)); // method body indent -> none in the Markdown block
-            }
-            inside |= line.strip().equals("// docs/spark.md begin");
-        }
-        assertTrue(block.size() > 5, "docs markers not found in " + EXAMPLE_SOURCE);
+        // The method body's indent (8) goes: the page shows the lines in a ```java block.
+        List<String> block = SparkTestSupport.markedBlock(EXAMPLE_SOURCE, "docs/spark.md", 8);
         String expected = "```java\n" + String.join("\n", block) + "\n```";
         assertTrue(Files.readString(SPARK_DOC).contains(expected),
                 "docs/spark.md must show the example of " + EXAMPLE_SOURCE + " exactly, i.e.:\n" + expected);
@@ -251,7 +242,7 @@ class SparkCclMlpClassifierTest {
         command.add("-XX:TieredStopAtLevel=1");
         Files.readAllLines(JVM_OPTIONS).stream().filter(l -> !l.isBlank()).forEach(command::add);
         command.add("-cp");
-        command.add(MlTestData.absoluteTestClassPath());
+        command.add(SparkTestSupport.absoluteTestClassPath());
         command.add(SavedModelScorer.class.getName());
         command.addAll(List.of(args));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
