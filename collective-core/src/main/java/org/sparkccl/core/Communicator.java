@@ -22,6 +22,14 @@ public interface Communicator extends AutoCloseable {
 
     MemoryKind memoryKind();
 
+    /**
+     * Where the ranks are and how they talk, in a few words for logs: {@code one host: 4 ranks, SHM},
+     * {@code two-level: 2 hosts x 2 ranks, SHM inside, TCP across}, ... The same on every rank.
+     */
+    default String layout() {
+        return size() + " rank(s)";
+    }
+
     /** {@code recv[i] = op over ranks of send[i]}, for {@code count} elements, on every rank. */
     void allReduce(long sendAddress, long recvAddress, long count, DataType type, ReduceOp op);
 

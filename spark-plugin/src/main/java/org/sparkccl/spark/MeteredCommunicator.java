@@ -45,6 +45,11 @@ final class MeteredCommunicator implements Communicator {
     }
 
     @Override
+    public String layout() {
+        return inner.layout();
+    }
+
+    @Override
     public void allReduce(long sendAddress, long recvAddress, long count, DataType type, ReduceOp op) {
         long start = System.nanoTime();
         try {

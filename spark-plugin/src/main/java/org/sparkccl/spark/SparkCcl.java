@@ -165,8 +165,8 @@ public final class SparkCcl {
                 }
             }
         });
-        LOG.info("sparkccl rank {} of {} ready on {} (stage {} attempt {}, {}; {})", rank, size, mine,
-                context.stageId(), context.stageAttemptNumber(), stage, engine.memoryKind());
+        LOG.info("sparkccl rank {} of {} ready on {}; {} (stage {} attempt {}, {}; {} memory)", rank, size, mine,
+                engine.layout(), context.stageId(), context.stageAttemptNumber(), stage, engine.memoryKind());
         return new TaskCommunicator(communicator, bootstrap, gpu);
     }
 }

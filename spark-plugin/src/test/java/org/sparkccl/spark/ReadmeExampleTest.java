@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -58,18 +57,8 @@ class ReadmeExampleTest {
 
     @Test
     void theReadmeShowsExactlyThisExample() throws IOException {
-        List<String> block = new ArrayList<>();
-        boolean inside = false;
-        for (String line : Files.readAllLines(SOURCE)) {
-            if (line.strip().equals("// README end")) {
-                break;
-            }
-            if (inside) {
-                block.add(line.isBlank() ? "" : "    " + line.substring(8)); // method body indent -> Markdown code indent
-            }
-            inside |= line.strip().equals("// README begin");
-        }
-        assertTrue(block.size() > 5, "README markers not found in " + SOURCE);
+        // The method body's indent (8) becomes Markdown's code indent (4).
+        List<String> block = SparkTestSupport.markedBlock(SOURCE, "README", 4);
         String expected = String.join("\n", block);
         assertTrue(Files.readString(README).contains(expected),
                 "README.md must show the example of " + SOURCE + " exactly (4-space indent), i.e.:\n" + expected);

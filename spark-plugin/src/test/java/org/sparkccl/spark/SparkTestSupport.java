@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Random;
 import java.util.StringJoiner;
 import org.apache.spark.SparkConf;
@@ -15,11 +17,11 @@ import org.sparkccl.core.Communicator;
 import org.sparkccl.core.ReduceOp;
 
 /** Spark configurations for tests: everything on 127.0.0.1, no UI, sparkccl's plugin installed. */
-final class SparkTestSupport {
+public final class SparkTestSupport {
     private SparkTestSupport() {
     }
 
-    static SparkConf localConf(int threads, String appName) {
+    public static SparkConf localConf(int threads, String appName) {
         return base(appName).setMaster("local[" + threads + "]");
     }
 
@@ -93,7 +95,7 @@ final class SparkTestSupport {
     }
 
     /** Spark needs absolute paths in spark.executor.extraClassPath; surefire may run from a manifest jar. */
-    static String absoluteTestClassPath() {
+    public static String absoluteTestClassPath() {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         StringJoiner out = new StringJoiner(File.pathSeparator);
         for (String entry : cp.split(File.pathSeparator)) {
@@ -102,6 +104,29 @@ final class SparkTestSupport {
             }
         }
         return out.toString();
+    }
+
+    /**
+     * The lines of {@code source} between the lines {@code // MARKER begin} and {@code // MARKER end},
+     * with their first {@code indent} characters (the method body's indent) cut: a documented
+     * example, to compare with the page that shows it.
+     */
+    public static List<String> markedBlock(Path source, String marker, int indent) throws IOException {
+        List<String> block = new ArrayList<>();
+        boolean inside = false;
+        for (String line : Files.readAllLines(source)) {
+            if (line.strip().equals("// " + marker + " end")) {
+                break;
+            }
+            if (inside) {
+                block.add(line.isBlank() ? "" : line.substring(indent));
+            }
+            inside |= line.strip().equals("// " + marker + " begin");
+        }
+        if (block.size() < 5) {
+            throw new AssertionError("no '// " + marker + " begin/end' markers around an example in " + source);
+        }
+        return block;
     }
 
     /** Values in [-1, 1) from a seed: what rank {@code rank} contributes in the correctness tests. */

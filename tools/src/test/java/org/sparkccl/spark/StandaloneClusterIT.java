@@ -252,6 +252,9 @@ class StandaloneClusterIT {
 
             String executor = executorLogs();
             assertTrue(executor.contains("two-level (shared memory inside a host, TCP across)"), "two-level" + logs());
+            // The ranks' "ready" line names the layout, not only the engine.
+            assertTrue(executor.contains("; two-level: 2 hosts x 2 ranks, SHM inside, TCP across"),
+                    "the ready line's layout" + logs());
             assertTrue(Pattern.compile("Channel \\d+ : \\d+\\[\\d+\\] -> \\d+\\[\\d+\\] via SHM").matcher(executor).find(),
                     "the hop inside a host is shared memory" + logs());
             for (ClusterHost host : hosts) {

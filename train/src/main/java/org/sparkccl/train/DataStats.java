@@ -75,6 +75,11 @@ public final class DataStats implements Serializable {
         return classes;
     }
 
+    /** Each feature's largest magnitude over the data (what {@link #scale} divides by; 0 leaves a feature alone). */
+    public float[] featureMaxAbs() {
+        return maxAbs.clone();
+    }
+
     /** Feature i divided by its largest magnitude (left alone where that is 0). */
     float scale(int i, float value) {
         return maxAbs[i] == 0 ? value : value / maxAbs[i];

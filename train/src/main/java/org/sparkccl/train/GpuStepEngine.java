@@ -35,8 +35,17 @@ final class GpuStepEngine implements StepEngine {
         };
     }
 
+    /** Whether the GPU kernels train this model: softmax regression, or an MLP with one hidden layer. */
+    static boolean supports(ModelSpec spec) {
+        return spec.kind() == ModelSpec.Kind.SOFTMAX || spec.hiddenLayers().length == 1;
+    }
+
     /** The GPU network with the same parameter layout as {@code spec}'s model. */
     static GpuNetwork network(ModelSpec spec) {
+        if (!supports(spec)) {
+            throw new IllegalArgumentException("the GPU kernels train softmax regression and MLPs of one hidden layer, not "
+                    + spec + "; train it on the CPU (--compute cpu) or use one hidden layer");
+        }
         return spec.kind() == ModelSpec.Kind.MLP ? GpuNetwork.mlp(spec.inputs(), spec.hidden(), spec.classes())
                 : GpuNetwork.softmaxRegression(spec.inputs(), spec.classes());
     }

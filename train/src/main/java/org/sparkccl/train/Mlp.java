@@ -1,28 +1,42 @@
 package org.sparkccl.train;
 
+import java.util.Arrays;
 import java.util.Random;
 import org.sparkccl.arrow.TensorLayout;
 
 /**
- * A small multilayer perceptron: {@code p = softmax(tanh(x W1 + b1) W2 + b2)}. tanh rather than ReLU
- * because it is smooth, so distributed and single-process runs cannot part ways at a kink.
+ * A multilayer perceptron: {@code p = softmax(tanh(... tanh(x W1 + b1) ...) Wn + bn)}, one or more
+ * hidden layers. tanh rather than ReLU because it is smooth, so distributed and single-process runs
+ * cannot part ways at a kink. With one hidden layer the parameters are laid out as W1, b1, W2, b2,
+ * the layout the GPU kernels and existing checkpoints have.
  */
 public final class Mlp implements Model {
-    private final int inputs;
-    private final int hidden;
-    private final int classes;
+    private final int[] widths;
     private final TensorLayout layout;
-    private final AffineLayer first;
-    private final AffineLayer second;
+    private final AffineLayer[] layers;
 
     public Mlp(int inputs, int hidden, int classes) {
-        this.inputs = inputs;
-        this.hidden = hidden;
-        this.classes = classes;
-        this.layout = TensorLayout.builder().add("W1", inputs, hidden).add("b1", hidden)
-                .add("W2", hidden, classes).add("b2", classes).build();
-        this.first = new AffineLayer(inputs, hidden, 0);
-        this.second = new AffineLayer(hidden, classes, first.end());
+        this(inputs, new int[] {hidden}, classes);
+    }
+
+    /** {@code hidden}: the widths of the hidden layers, first to last (at least one). */
+    public Mlp(int inputs, int[] hidden, int classes) {
+        if (hidden.length == 0) {
+            throw new IllegalArgumentException("an MLP needs at least one hidden layer; use SoftmaxRegression for none");
+        }
+        widths = new int[hidden.length + 2];
+        widths[0] = inputs;
+        System.arraycopy(hidden, 0, widths, 1, hidden.length);
+        widths[widths.length - 1] = classes;
+        TensorLayout.Builder builder = TensorLayout.builder();
+        layers = new AffineLayer[widths.length - 1];
+        int at = 0;
+        for (int l = 0; l < layers.length; l++) {
+            builder.add("W" + (l + 1), widths[l], widths[l + 1]).add("b" + (l + 1), widths[l + 1]);
+            layers[l] = new AffineLayer(widths[l], widths[l + 1], at);
+            at = layers[l].end();
+        }
+        layout = builder.build();
     }
 
     @Override
@@ -33,8 +47,9 @@ public final class Mlp implements Model {
     @Override
     public void initialize(float[] w, long seed) {
         Random random = new Random(seed);
-        first.initialize(w, random);
-        second.initialize(w, random);
+        for (AffineLayer layer : layers) {
+            layer.initialize(w, random);
+        }
     }
 
     @Override
@@ -47,20 +62,44 @@ public final class Mlp implements Model {
         return run(w, data, rows, count, null, correct);
     }
 
+    @Override
+    public void logits(float[] w, double[] x, double[] z) {
+        double[][] a = activations();
+        forward(w, x, a, z);
+    }
+
+    /** a[l]: the output of hidden layer l (after tanh). */
+    private double[][] activations() {
+        double[][] a = new double[layers.length - 1][];
+        for (int l = 0; l < a.length; l++) {
+            a[l] = new double[widths[l + 1]];
+        }
+        return a;
+    }
+
+    private void forward(float[] w, double[] x, double[][] a, double[] z) {
+        double[] in = x;
+        for (int l = 0; l < a.length; l++) {
+            layers[l].forward(w, in, a[l]);
+            for (int j = 0; j < a[l].length; j++) {
+                a[l][j] = Math.tanh(a[l][j]);
+            }
+            in = a[l];
+        }
+        layers[layers.length - 1].forward(w, in, z);
+    }
+
     private double run(float[] w, FeatureBatch data, int[] rows, int count, double[] g, long[] correct) {
-        double[] x = new double[inputs];
-        double[] h = new double[hidden];
-        double[] z = new double[classes];
-        double[] dh = new double[hidden];
+        double[] x = new double[data.cols()];
+        double[][] a = activations();
+        double[] z = new double[widths[widths.length - 1]];
+        // delta[l]: dLoss/d(output of hidden layer l), before and then through its tanh.
+        double[][] delta = activations();
         double loss = 0;
         for (int n = 0; n < count; n++) {
             int row = rows[n];
             data.copyRow(row, x);
-            first.forward(w, x, h);
-            for (int j = 0; j < hidden; j++) {
-                h[j] = Math.tanh(h[j]);
-            }
-            second.forward(w, h, z);
+            forward(w, x, a, z);
             int label = data.classLabel(row);
             loss += SoftmaxMath.softmaxCrossEntropy(z, label);
             if (correct != null && SoftmaxMath.argmax(z) == label) {
@@ -70,12 +109,24 @@ public final class Mlp implements Model {
                 continue;
             }
             z[label] -= 1; // dLoss/dz
-            second.backward(w, h, z, g, dh);
-            for (int j = 0; j < hidden; j++) {
-                dh[j] *= 1 - h[j] * h[j]; // through tanh
+            double[] dy = z;
+            for (int l = layers.length - 1; l >= 0; l--) {
+                double[] in = l == 0 ? x : a[l - 1];
+                double[] dx = l == 0 ? null : delta[l - 1];
+                layers[l].backward(w, in, dy, g, dx);
+                if (dx != null) {
+                    for (int j = 0; j < dx.length; j++) {
+                        dx[j] *= 1 - in[j] * in[j]; // through tanh
+                    }
+                    dy = dx;
+                }
             }
-            first.backward(w, x, dh, g, null);
         }
         return loss;
+    }
+
+    @Override
+    public String toString() {
+        return "Mlp" + Arrays.toString(widths);
     }
 }

@@ -22,4 +22,7 @@ public interface Model {
 
     /** Summed loss over the rows, without the gradient; adds the rows it classifies right to {@code correct[0]}. */
     double evaluate(float[] weights, FeatureBatch data, int[] rows, int count, long[] correct);
+
+    /** The class scores (before the softmax) of one row {@code x} of already scaled features, into {@code z}. */
+    void logits(float[] weights, double[] x, double[] z);
 }

@@ -14,6 +14,12 @@ final class SoftmaxMath {
             throw new IllegalArgumentException("label " + label + " is outside the model's " + logits.length
                     + " classes; set --classes or check the label column");
         }
+        softmaxInPlace(logits);
+        return -Math.log(Math.max(logits[label], 1e-300));
+    }
+
+    /** Turns {@code logits} into probabilities in place, the largest logit subtracted first so that exp cannot overflow. */
+    static void softmaxInPlace(double[] logits) {
         double max = Double.NEGATIVE_INFINITY;
         for (double z : logits) {
             max = Math.max(max, z);
@@ -26,7 +32,6 @@ final class SoftmaxMath {
         for (int c = 0; c < logits.length; c++) {
             logits[c] /= sum;
         }
-        return -Math.log(Math.max(logits[label], 1e-300));
     }
 
     /** Index of the largest value (the first of equals). */

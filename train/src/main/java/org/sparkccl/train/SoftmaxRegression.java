@@ -37,6 +37,11 @@ public final class SoftmaxRegression implements Model {
         return run(w, data, rows, count, null, correct);
     }
 
+    @Override
+    public void logits(float[] w, double[] x, double[] z) {
+        affine.forward(w, x, z);
+    }
+
     private double run(float[] w, FeatureBatch data, int[] rows, int count, double[] gradient, long[] correct) {
         double[] x = new double[inputs];
         double[] z = new double[classes];

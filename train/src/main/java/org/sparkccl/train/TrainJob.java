@@ -19,6 +19,7 @@ import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.slf4j.LoggerFactory;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.train.plot.Charts;
 import picocli.CommandLine;
@@ -54,10 +55,14 @@ public final class TrainJob implements Callable<Integer> {
     String featuresColumn;
     @Option(names = "--label-col", description = "class index column; default 'label', else the last column")
     String labelColumn;
+    @Option(names = "--validation-fraction", defaultValue = "0.2",
+            description = "fraction of the rows held out (a split seeded by --seed) to report validation loss and accuracy on; 0: none [${DEFAULT-VALUE}]")
+    double validationFraction;
     @Option(names = "--model", defaultValue = "mlp", description = "softmax or mlp [${DEFAULT-VALUE}]")
     String model;
-    @Option(names = "--hidden", defaultValue = "32", description = "hidden units of the MLP [${DEFAULT-VALUE}]")
-    int hidden;
+    @Option(names = "--hidden", defaultValue = "32", split = ",",
+            description = "hidden units of the MLP, one number per hidden layer (64,32: two) [${DEFAULT-VALUE}]")
+    int[] hidden;
     @Option(names = "--optimizer", defaultValue = "adam", description = "sgd (with momentum) or adam [${DEFAULT-VALUE}]")
     String optimizer;
     @Option(names = "--lr", description = "learning rate; default 0.01 for adam, 0.1 for sgd")
@@ -108,16 +113,26 @@ public final class TrainJob implements Callable<Integer> {
         }
         SparkSession spark = builder.getOrCreate();
         try {
-            Dataset<Row> frame = TrainingData.read(spark, data, format, csvHeader);
-            PreparedData prepared = PreparedData.of(frame, featuresColumn, labelColumn, ranks);
+            Dataset<Row>[] split = splitForValidation(TrainingData.read(spark, data, format, csvHeader),
+                    validationFraction, seed);
+            PreparedData prepared = PreparedData.of(split[0], featuresColumn, labelColumn, ranks);
             DataStats stats = prepared.stats();
             TrainConfig config = config(stats, spark);
-            System.out.printf(Locale.ROOT, "sparkccl TrainJob: %s on %s (%d examples, %d features, %d classes), %d ranks%n",
-                    config, data, stats.rows(), stats.cols(), stats.classes(), ranks);
+            System.out.printf(Locale.ROOT, "sparkccl TrainJob: %s on %s (%d training examples%s, %d features, %d classes),"
+                            + " %d ranks%n", config, data, stats.rows(), split.length > 1
+                            ? String.format(Locale.ROOT, ", a fraction %.2f held out for validation", validationFraction) : "",
+                    stats.cols(), stats.classes(), ranks);
             TrainResult result = train(prepared, config);
+            String validation = "";
+            if (split.length > 1) {
+                TrainedClassifier.Evaluation held = TrainedClassifier.of(config, stats, result)
+                        .evaluate(TrainingData.examples(split[1], featuresColumn, labelColumn));
+                validation = String.format(Locale.ROOT, "; validation set (%d held-out examples): loss %.5f, accuracy %.4f",
+                        held.rows(), held.loss(), held.accuracy());
+            }
             System.out.printf(Locale.ROOT, "trained steps %d..%d: last minibatch loss %.5f; whole training set: loss %.5f,"
-                            + " accuracy %.4f; %.0f samples/s%n", result.firstStep(), config.steps(),
-                    lastLoss(result), result.finalLoss(), result.accuracy(), result.samplesPerSecond());
+                            + " accuracy %.4f; %.0f samples/s%s%n", result.firstStep(), config.steps(),
+                    lastLoss(result), result.finalLoss(), result.accuracy(), result.samplesPerSecond(), validation);
             Map<String, TrainResult> curves = new LinkedHashMap<>();
             curves.put(ranks + " ranks", result);
             if (reference) {
@@ -137,6 +152,23 @@ public final class TrainJob implements Callable<Integer> {
         } finally {
             spark.stop();
         }
+    }
+
+    /**
+     * {training rows, validation rows}: a random split seeded by {@code seed} (the same rows for the
+     * same data and seed), or {training rows} alone where {@code fraction} is 0.
+     */
+    public static Dataset<Row>[] splitForValidation(Dataset<Row> frame, double fraction, long seed) {
+        if (!(fraction >= 0 && fraction < 1)) {
+            throw new IllegalArgumentException("--validation-fraction " + fraction + ": use a fraction in [0, 1), 0 for no"
+                    + " validation set");
+        }
+        if (fraction == 0) {
+            @SuppressWarnings("unchecked")
+            Dataset<Row>[] all = new Dataset[] {frame};
+            return all;
+        }
+        return frame.randomSplit(new double[] {1 - fraction, fraction}, seed);
     }
 
     private static double lastLoss(TrainResult r) {
@@ -189,6 +221,16 @@ public final class TrainJob implements Callable<Integer> {
     /** Where this task's rank computes its steps: its GPU where its communicator is a GPU one (see {@link ComputePath}). */
     private static StepEngine.Factory stepEngines(TrainConfig config, Communicator comm) {
         ComputePath path = ComputePath.choose(config.compute(), comm.memoryKind(), comm.rank());
+        if (path == ComputePath.GPU && !GpuStepEngine.supports(config.model())) {
+            if (config.compute() == ComputePath.Choice.GPU) {
+                throw new IllegalArgumentException("rank " + comm.rank() + ": --compute gpu, but the GPU kernels train"
+                        + " softmax regression and MLPs of one hidden layer, not " + config.model()
+                        + "; use --compute auto or cpu, or one hidden layer");
+            }
+            LoggerFactory.getLogger(TrainJob.class).info("rank {}: the GPU kernels train MLPs of one hidden layer, not {}:"
+                    + " its steps run on the CPU", comm.rank(), config.model());
+            return StepEngines.cpu();
+        }
         return path == ComputePath.GPU ? StepEngines.gpu(comm, SparkCcl.gpu().ordinal()) : StepEngines.cpu();
     }
 

@@ -52,7 +52,7 @@ class TrainerTest {
         for (int i = 0; i < rows.length; i++) {
             rows[i] = i;
         }
-        for (Model model : List.of(new SoftmaxRegression(64, 10), new Mlp(64, 8, 10))) {
+        for (Model model : List.of(new SoftmaxRegression(64, 10), new Mlp(64, 8, 10), new Mlp(64, new int[] {8, 5}, 10))) {
             int n = (int) model.layout().elementCount();
             float[] w = new float[n];
             model.initialize(w, 11);
@@ -73,7 +73,7 @@ class TrainerTest {
                 w[i] = saved;
                 double numeric = (up - down) / ((double) (saved + h) - (double) (saved - h));
                 assertEquals(numeric, gradient[i], 2e-3 + 2e-2 * Math.abs(numeric),
-                        model.getClass().getSimpleName() + " parameter " + i);
+                        model + " parameter " + i);
             }
         }
     }

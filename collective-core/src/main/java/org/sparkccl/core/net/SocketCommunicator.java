@@ -57,6 +57,8 @@ public final class SocketCommunicator implements Communicator {
     private final int rank;
     private final int size;
     private final int[] group;
+    /** {@link #layout()}: set once connected. */
+    private String layout = "one rank";
     private final CclLog log;
     private SocketRing ring;
     private WaitLoop wait;
@@ -138,6 +140,8 @@ public final class SocketCommunicator implements Communicator {
             text.append(i == 0 ? "" : " -> ").append(group[i % size]);
         }
         log.info(Subsys.GRAPH, "Ring %02d : %s over TCP", tag, text);
+        long hosts = java.util.Arrays.stream(group).mapToObj(r -> all[r].hostId()).distinct().count();
+        layout = "one TCP ring: " + size + " ranks on " + hosts + " host(s)";
         log.info(Subsys.NET, "Channel %02d : %d[%d] -> %d[%d] via NET/Socket (%d connection(s) to %s, %d x %d B slots"
                         + " each; steps of %d KB and more %s)", tag, me, all[me].pid(), next, all[next].pid(), connections,
                 NetRound.address(all[next]), STEPS, slotBytes, SocketPrimitives.SPLIT_MIN_BYTES >> 10,
@@ -175,6 +179,11 @@ public final class SocketCommunicator implements Communicator {
     @Override
     public MemoryKind memoryKind() {
         return MemoryKind.HOST;
+    }
+
+    @Override
+    public String layout() {
+        return layout;
     }
 
     @Override

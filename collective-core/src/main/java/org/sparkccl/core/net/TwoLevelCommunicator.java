@@ -121,6 +121,12 @@ public final class TwoLevelCommunicator implements Communicator {
     }
 
     @Override
+    public String layout() {
+        return "two-level: " + byHost.length + " hosts x " + byHost[0].length + " ranks, " + inside.layoutInside()
+                + " inside, TCP across";
+    }
+
+    @Override
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op) {
         CollectiveHeader call = start(Kind.ALL_REDUCE, type, op, 0, count);
         try {

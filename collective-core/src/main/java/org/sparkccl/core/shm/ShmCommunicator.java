@@ -78,6 +78,9 @@ public final class ShmCommunicator implements Communicator {
     private final Tuner tuner;
     private final List<AutoCloseable> resources = new ArrayList<>();
     private final List<MemoryTransport> transports;
+    /** {@link #layout()}: set once connected. */
+    private String layoutText = "one rank";
+    private String exposingName = "SHM";
     private ExposedRegion own;
     private SharedRegion[] regions;
     private Channel[] channels = new Channel[0];
@@ -215,6 +218,8 @@ public final class ShmCommunicator implements Communicator {
 
         if (size > 1) {
             me = ShmRingFacts.describe(me, params, log);
+            exposingName = exposing.name();
+            layoutText = "one host: " + size + " ranks, " + exposingName;
         }
         byte[][] gathered = bootstrap.allGather(me.encode());
         if (exposeFailure != null) {
@@ -390,6 +395,16 @@ public final class ShmCommunicator implements Communicator {
     @Override
     public MemoryKind memoryKind() {
         return MemoryKind.HOST;
+    }
+
+    @Override
+    public String layout() {
+        return layoutText;
+    }
+
+    /** The transport the ranks of this host share memory through (SHM, or LOCAL in one process): for a two-level layout. */
+    public String layoutInside() {
+        return exposingName;
     }
 
     @Override

@@ -52,6 +52,7 @@ class EnginesTest {
                 futures.add(pool.submit(() -> {
                     try (TcpBootstrap bootstrap = TcpBootstrap.connect(rendezvous, rank, n, Duration.ofSeconds(30));
                          Communicator comm = Engines.host(bootstrap, params)) {
+                        assertEquals("one host: " + n + " ranks, SHM", comm.layout());
                         double[] data = inputs[rank].clone();
                         comm.allReduce(data, ReduceOp.SUM);
                         results[rank] = data;

@@ -34,6 +34,8 @@ class SocketCollectivesTest {
         SocketRanks.run(n, hostOf, settings, comm -> {
             Class<?> engine = perHost > 1 ? TwoLevelCommunicator.class : SocketCommunicator.class;
             assertEquals(engine, comm.getClass());
+            assertEquals(perHost > 1 ? "two-level: " + n / perHost + " hosts x " + perHost + " ranks, LOCAL inside, TCP across"
+                    : "one TCP ring: " + n + " ranks on " + n + " host(s)", comm.layout());
             CollectiveCheck check = new CollectiveCheck(SEED, System.err).runAll(comm, new long[] {1, 7, 1001}, 1001);
             check.allReduce(comm, DataType.FLOAT32, ReduceOp.SUM, 262_147);
             check.allReduce(comm, DataType.INT8, ReduceOp.MAX, 262_147);

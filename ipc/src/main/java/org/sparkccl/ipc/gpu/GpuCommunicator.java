@@ -109,6 +109,11 @@ public final class GpuCommunicator implements Communicator {
         return MemoryKind.DEVICE;
     }
 
+    @Override
+    public String layout() {
+        return size == 1 ? "one GPU rank" : "one host: " + size + " GPU ranks, GPU engine";
+    }
+
     /** The GPU this rank runs on. */
     public CudaDevice device() {
         return device;

@@ -146,6 +146,13 @@ public final class GpuTwoLevelCommunicator implements Communicator {
         return MemoryKind.DEVICE;
     }
 
+    @Override
+    public String layout() {
+        return layout.perHost() == 1 ? "one TCP ring through pinned host memory: " + size + " GPU ranks"
+                : "two-level: " + layout.hosts() + " hosts x " + layout.perHost() + " GPU ranks, GPU engine inside,"
+                        + " TCP across through pinned host memory";
+    }
+
     /** The GPU this rank runs on. */
     public CudaDevice device() {
         return device;
