@@ -49,6 +49,12 @@ __device__ __forceinline__ void stVolatile16(void* p, uint32_t a, uint32_t b, ui
     asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
+// A relaxed store at system scope (PTX's st.volatile): what NCCL's LL uses for its head. No fence: the
+// loads it answers have returned their values before it is issued (it depends on them).
+__device__ __forceinline__ void stVolatile64(volatile uint64_t* p, uint64_t v) {
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 __device__ __forceinline__ uint64_t globalTimerNs() {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -162,13 +168,15 @@ __device__ __forceinline__ P postPack(P a, int n) {
 }
 
 // Up to 8 bytes of user data, element by element where the pack is short or unaligned.
+// Loads go through L2 only (ld.global.cg), not L1: the resident kernel outlives the calls, and an L1
+// line it kept from an earlier call would hide what a copy or kernel wrote into the user's buffer since.
 template <typename S>
 __device__ __forceinline__ uint64_t loadUser8(const char* p, int bytes) {
-    if (bytes == 8 && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+    if (bytes == 8 && ((uintptr_t)p & 7) == 0) return __ldcg((const unsigned long long*)p);
     union { uint64_t u; S e[8 / sizeof(S)]; } x;
     x.u = 0;
     const S* q = (const S*)p;
-    for (int i = 0; i < bytes / (int)sizeof(S); i++) x.e[i] = q[i];
+    for (int i = 0; i < bytes / (int)sizeof(S); i++) x.e[i] = __ldcg(q + i);
     return x.u;
 }
 
@@ -269,6 +277,13 @@ __device__ void reportDone(volatile int32_t* hostStatus, uint32_t ticket) {
     stReleaseSys((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
 }
 
+// The same where the caller has just fenced at system scope after everything the report covers (the
+// resident kernel): a fence then a strong store is a release (PTX), so a second fence would be waste.
+__device__ void reportDoneFenced(volatile int32_t* hostStatus, uint32_t ticket, uint64_t endNs) {
+    *(volatile uint64_t*)(hostStatus + STATUS_WORD_END_NS) = endNs;
+    stVolatile64((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
+}
+
 // A call's numbers, counted in device memory by the kernels themselves (DevComm.calls), not passed by
 // the host: a kernel replayed from a CUDA graph keeps the CollArgs of its capture, but each replay must
 // carry the next sequence number in its header and use the next one-shot inbox parity and flag. Every
@@ -279,7 +294,7 @@ struct CallNumbers {
 };
 
 __device__ __forceinline__ CallNumbers callNumbers(const DevComm* comm) {
-    const volatile uint32_t* calls = (const volatile uint32_t*)comm->calls;
+    const volatile uint32_t* calls = (const volatile uint32_t*)comm->calls;  // in DevComm: no pointer to read
     CallNumbers n;
     n.seq = calls[0] + 1u;
     n.oneShotCall = calls[1];
@@ -308,10 +323,10 @@ __device__ __forceinline__ void countCall(const DevComm* comm, const CallNumbers
 __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus,
                        uint32_t flags = 0, const CallNumbers* numbers = nullptr) {
     const bool stream = (flags & ARG_FLAG_STREAM) != 0;
-    if (stream) {
-        __threadfence();
-    } else {
+    if (!stream) {
         __threadfence_system();
+    } else if (gridDim.x != 1) {
+        __threadfence();  // for the count of finished blocks; one block's kernel is ordered by the stream alone
     }
     unsigned int* done = (unsigned int*)comm->blocksDone;
     if (gridDim.x == 1 || atomicAdd(done, 1u) == gridDim.x - 1) {
@@ -328,21 +343,51 @@ __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volat
 // Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
 // raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
 // its data could be a failed peer's leftovers.
-__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket, uint32_t flags = 0) {
-    if (threadIdx.x == 0) *abortedShared = 0;
-    __syncthreads();
+// The waiter alone, with no barrier and no abort check: the one-shot paths check the abort word
+// themselves, loaded together with the call's other inputs (oneShotBody), and the resident kernel
+// clears abortedShared once (an abort ends it).
+__device__ __forceinline__ Waiter makeWaiter(const DevComm* comm, volatile int* abortedShared, uint32_t ticket,
+                                             uint64_t startNs) {
     Waiter w;
     w.myState = (volatile uint32_t*)comm->myState;
     w.nextState = (volatile uint32_t*)comm->nextState;
     w.hostStatus = (volatile int32_t*)comm->hostStatus;
     w.aborted = (volatile int*)abortedShared;
-    w.start = globalTimerNs();
+    w.start = startNs;
     w.timeoutNs = comm->timeoutNs;
     w.ticket = ticket;
+    return w;
+}
+
+// checkAbort false: the caller checks the abort word before it moves data (oneShotBody), so that the
+// check's read overlaps the call's other first reads instead of holding the whole block at a barrier.
+__device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket, uint32_t flags = 0,
+                              bool checkAbort = true) {
+    const uint64_t startNs = globalTimerNs();
+    if (threadIdx.x == 0) *abortedShared = 0;
+    __syncthreads();
+    Waiter w = makeWaiter(comm, abortedShared, ticket, startNs);
     if (blockIdx.x == 0 && threadIdx.x == 0 && (flags & ARG_FLAG_STREAM) == 0) {
         *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
     }
-    if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
-    __syncthreads();
+    if (checkAbort) {
+        if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
+        __syncthreads();
+    }
     return w;
+}
+
+// ---- Probes (SPARKCCL_PROBE, GpuProbes.java): where the time of a one-shot call goes. -------------
+//
+// With DevComm.probe set, a one-shot call (launched or resident) records globaltimer stamps, taken into
+// registers as it runs and stored at its end, in slot (sequence number % PROBE_SLOTS) of a ring in
+// device memory. globaltimer is one clock for the whole GPU, so the ranks that share one can be
+// compared stamp by stamp. Off (0), a call pays a few register moves.
+enum { PROBE_SLOTS = 256, PROBE_WORDS = 8 };
+enum { PROBE_START = 0, PROBE_PUSHED = 1, PROBE_PEER = 2, PROBE_HEADER = 3, PROBE_BODY = 4, PROBE_END = 5, PROBE_BELL = 6,
+       PROBE_SEQ = 7 };
+
+__device__ __forceinline__ uint64_t* probeSlot(const DevComm* comm, uint32_t seq) {
+    uint64_t* ring = (uint64_t*)comm->probe;
+    return ring == nullptr ? nullptr : ring + (uint64_t)(seq % PROBE_SLOTS) * PROBE_WORDS;
 }

@@ -21,9 +21,15 @@
 // Blocks take contiguous runs of lines; within a block threads stride over them, the same lines in
 // both phases, so in-place calls are safe (a thread writes only lines it alone has read).
 
+// What thread 0 of block 0 saw of one call, for the probes (common.cuh); the header warp stamps its own.
+struct OneShotStamps {
+    uint64_t start, bell, pushed, peer, body;
+};
+
 template <class R, typename S>
 __device__ __noinline__ void oneShotReduce(const CollArgs& a, const DevComm* comm, Waiter& w, int64_t first,
-                                           int64_t end, int64_t nbytes, uint32_t flag, int parity, int tid, int nthreads) {
+                                           int64_t end, int64_t nbytes, uint32_t flag, int parity, int tid, int nthreads,
+                                           OneShotStamps& t) {
     const int n = (int)comm->nranks;
     const int r = (int)comm->rank;
     const char* send = (const char*)a.send;
@@ -51,6 +57,7 @@ __device__ __noinline__ void oneShotReduce(const CollArgs& a, const DevComm* com
             }
             acc = s == 0 ? v : reducePack<R>(acc, v);
         }
+        if (i == first + tid && tid == 0) t.peer = globalTimerNs();
         acc = postPack<R>(acc, n);
         if (bytes > 0 && !*w.aborted) storeUser8<S>(recv + off, acc, bytes);
     }
@@ -58,16 +65,23 @@ __device__ __noinline__ void oneShotReduce(const CollArgs& a, const DevComm* com
 
 // The collective header once around channel 0's LL ring, by one warp alone (block 0's last warp) while
 // the block's other warps move the data: the same LL step of 4 lines as Channel::exchangeHeader, with
-// the same failure report, but with no block-wide barrier, so that its waits (the peer's header, the
-// head's system-scope release) overlap the data's instead of coming before them.
+// the same failure report, but with no block-wide barrier, so that its waits overlap the data's. The
+// head it gives back is a relaxed store (NCCL's LL does the same): the sender waits for it only when
+// its FIFO of STEPS slots is full, and the reads it answers are done. No fence after the channel
+// state either: the next kernel on the stream, or the resident kernel's next call (this same lane),
+// reads it, and a launched kernel on another stream only after the host saw this call's report.
 __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* comm, Waiter& w, const CallNumbers& calls) {
     const int lane = threadIdx.x & 31;
     const ChannelPtrs& p = comm->ch[0];
     volatile uint64_t* state = (volatile uint64_t*)p.state;  // ChannelState: llSend, llRecv, .., llHeadCache
+    uint4* sendLl = (uint4*)p.sendLl;
+    const uint4* recvLl = (const uint4*)p.recvLl;
+    volatile uint64_t* recvLlHead = (volatile uint64_t*)p.recvLlHead;
+    const int64_t slotLines = (int64_t)(comm->llSlotBytes / 16);
+    uint64_t* probes = probeSlot(comm, calls.seq);
     const uint64_t llSend = state[0];
     const uint64_t llRecv = state[1];
     uint64_t headCache = state[4];
-    const int64_t slotLines = (int64_t)(comm->llSlotBytes / 16);
     const uint32_t mine[8] = {calls.seq, a.kind, a.type, a.op, a.proto, a.root, (uint32_t)a.count, (uint32_t)(a.count >> 32)};
     waitForRoom((const volatile uint64_t*)p.sendLlHead, llSend, headCache, w);
     const uint32_t sflag = (uint32_t)(llSend + 1);
@@ -76,10 +90,10 @@ __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* com
     int mismatch = 0;
     if (lane < 4) {
         if (!*w.aborted) {
-            uint4* line = (uint4*)p.sendLl + (int64_t)(llSend % SCCL_STEPS) * slotLines + lane;
+            uint4* line = sendLl + (int64_t)(llSend % SCCL_STEPS) * slotLines + lane;
             stVolatile16(line, mine[2 * lane], sflag, mine[2 * lane + 1], sflag);
         }
-        const uint4* line = (const uint4*)p.recvLl + (int64_t)(llRecv % SCCL_STEPS) * slotLines + lane;
+        const uint4* line = recvLl + (int64_t)(llRecv % SCCL_STEPS) * slotLines + lane;
         uint4 v;
         int spins = 0;
         while (true) {
@@ -100,20 +114,25 @@ __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* com
     }
     if (lane == 0) {
         if (mismatch && !*w.aborted) reportMismatch(w, theirs, mine);
-        stReleaseSys((volatile uint64_t*)p.recvLlHead, llRecv + 1);
+        stVolatile64(recvLlHead, llRecv + 1);
         state[0] = llSend + 1;
         state[1] = llRecv + 1;
         state[4] = headCache;
-        __threadfence();
+        if (probes != nullptr) probes[PROBE_HEADER] = globalTimerNs();
     }
     __syncwarp();
 }
 
 // One one-shot all-reduce by this block set (launched: every block of the grid; resident: one block).
-// Block 0's last warp carries the header (oneShotHeader); the other threads move the data. Returns the
-// call's numbers (read once, at the start) for the count that ends the call.
+// Block 0's last warp carries the header (oneShotHeader); the other threads move the data. Every read
+// the push depends on - the call's numbers (flag and parity), the abort word, the peers' inboxes and
+// the first input line - is issued before any of them is used: chained, these round trips to L2 were
+// most of a small call. The abort word is checked before this rank reads any peer's input (a peer's
+// abort stops the call before it uses what may be a failed peer's leftovers; startKernel's check with
+// its barrier is skipped for this). Returns the call's numbers (read once, at the start) for the count
+// that ends the call.
 template <template <int> class RED>
-__device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waiter& w) {
+__device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waiter& w, OneShotStamps& t) {
     typedef typename RED<OP_SUM>::S S;
     const int n = (int)comm->nranks;
     const int r = (int)comm->rank;
@@ -122,47 +141,88 @@ __device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waite
     const int64_t per = (nlines + gridDim.x - 1) / gridDim.x;
     const int64_t first = min64(nlines, (int64_t)blockIdx.x * per);
     const int64_t end = min64(nlines, first + per);
-    const CallNumbers calls = callNumbers(comm);
-    const uint32_t flag = 2u * calls.oneShotCall + 1u;
-    const int parity = (int)(calls.oneShotCall & 1u);
     const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
     const char* send = (const char*)a.send;
     const int nthreads = blockIdx.x == 0 ? (int)blockDim.x - 32 : (int)blockDim.x;
     const int tid = (int)threadIdx.x;
+    const bool header = blockIdx.x == 0 && tid >= nthreads;
+    // The first line's input, before the volatile reads below (the compiler keeps memory accesses in
+    // order around them; the GPU then has all of them in flight at once).
+    const int64_t i0 = first + tid;
+    const int bytes0 = header || i0 >= end ? 0 : (int)min((int64_t)8, nbytes - i0 * 8);
+    const uint64_t own0 = bytes0 > 0 ? loadUser8<S>(send + i0 * 8, bytes0) : 0;
+    const CallNumbers calls = callNumbers(comm);
+    const uint32_t abortedBefore = *w.myState;
+    const uint32_t flag = 2u * calls.oneShotCall + 1u;
+    const int parity = (int)(calls.oneShotCall & 1u);
 
-    if (blockIdx.x == 0 && tid >= nthreads) {
+    if (header) {
         oneShotHeader(a, comm, w, calls);
     } else {
-        // Push: my input into inbox (parity, r) of every peer.
+        // Push: my input into inbox (parity, r) of every peer. A thread's lines are read 4 at a time
+        // before any is pushed: each read is an L2 round trip, and a store's memory clobber would
+        // otherwise hold the next line's read until the line before it has gone out.
         if (!*w.aborted) {
-            for (int64_t i = first + tid; i < end; i += nthreads) {
-                const int64_t off = i * 8;
-                const int bytes = (int)min((int64_t)8, nbytes - off);
-                const uint64_t v = bytes > 0 ? loadUser8<S>(send + off, bytes) : 0;
-                for (int k = 1; k < n; k++) {
-                    const int d = (r + k) % n;  // peers in a different order on each rank: spreads the links' load
-                    uint4* line = (uint4*)comm->oneShot.peer[d] + (int64_t)(parity * n + r) * inboxLines + i;
-                    stVolatile16(line, (uint32_t)v, flag, (uint32_t)(v >> 32), flag);
+            for (int64_t i = i0; i < end; i += 4 * (int64_t)nthreads) {
+                uint64_t v[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const int64_t j = i + u * (int64_t)nthreads;
+                    const int bytes = j < end ? (int)min((int64_t)8, nbytes - j * 8) : 0;
+                    v[u] = j == i0 ? own0 : bytes > 0 ? loadUser8<S>(send + j * 8, bytes) : 0;
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const int64_t j = i + u * (int64_t)nthreads;
+                    if (j >= end) break;
+                    for (int k = 1; k < n; k++) {
+                        const int d = (r + k) % n;  // peers in a different order on each rank: spreads the links' load
+                        uint4* line = (uint4*)comm->oneShot.peer[d] + (int64_t)(parity * n + r) * inboxLines + j;
+                        stVolatile16(line, (uint32_t)v[u], flag, (uint32_t)(v[u] >> 32), flag);
+                    }
                 }
             }
         }
+        if (tid == 0) t.pushed = globalTimerNs();
+        // The abort word, read with the numbers above, is looked at only now: the push into an aborted
+        // peer's inbox harms nobody, and waiting for that read before the push would delay every call.
+        if (abortedBefore != 0) w.raise(STATUS_PEER_ABORT);
         switch (a.op) {
-            case OP_SUM: oneShotReduce<RED<OP_SUM>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads); break;
-            case OP_PROD: oneShotReduce<RED<OP_PROD>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads); break;
-            case OP_MIN: oneShotReduce<RED<OP_MIN>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads); break;
-            case OP_MAX: oneShotReduce<RED<OP_MAX>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads); break;
-            default: oneShotReduce<RED<OP_AVG>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads); break;
+            case OP_SUM: oneShotReduce<RED<OP_SUM>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_PROD: oneShotReduce<RED<OP_PROD>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_MIN: oneShotReduce<RED<OP_MIN>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_MAX: oneShotReduce<RED<OP_MAX>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            default: oneShotReduce<RED<OP_AVG>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
         }
     }
     __syncthreads();
+    if (tid == 0) t.body = globalTimerNs();
     return calls;
+}
+
+// Thread 0 of block 0, after the call's end: its stamps into the probe ring (when probes are on).
+__device__ __forceinline__ void storeProbes(const DevComm* comm, const CallNumbers& calls, const OneShotStamps& t,
+                                            uint64_t endNs) {
+    uint64_t* slot = probeSlot(comm, calls.seq);
+    if (slot == nullptr) return;
+    slot[PROBE_START] = t.start;
+    slot[PROBE_BELL] = t.bell;
+    slot[PROBE_PUSHED] = t.pushed;
+    slot[PROBE_PEER] = t.peer;
+    slot[PROBE_BODY] = t.body;
+    slot[PROBE_END] = endNs;
+    slot[PROBE_SEQ] = calls.seq;
 }
 
 template <template <int> class RED>
 __device__ void oneShotKernel(const CollArgs& a) {
     __shared__ volatile int abortedShared;
     const DevComm* comm = (const DevComm*)a.comm;
-    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags);
-    const CallNumbers calls = oneShotBody<RED>(a, comm, w);
-    if (threadIdx.x == 0) finish(comm, a.ticket, true, w.hostStatus, a.flags, &calls);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags, false);
+    OneShotStamps t = {w.start, 0, 0, 0, 0};
+    const CallNumbers calls = oneShotBody<RED>(a, comm, w, t);
+    if (threadIdx.x == 0) {
+        finish(comm, a.ticket, true, w.hostStatus, a.flags, &calls);
+        if (blockIdx.x == 0) storeProbes(comm, calls, t, globalTimerNs());
+    }
 }

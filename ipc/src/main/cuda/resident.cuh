@@ -42,6 +42,9 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
     uint32_t last = (uint32_t)ra.lastSeq;
     uint64_t idleSince = globalTimerNs();
     volatile int32_t* hostStatus = (volatile int32_t*)comm->hostStatus;
+    // Once for the kernel's life: an abort ends it, so nothing ever clears it again.
+    if (threadIdx.x == 0) abortedShared = 0;
+    __shared__ uint64_t bellNs;
     while (true) {
         if (threadIdx.x < 32) {
             // Warp 0: lanes 0-3 read one line each per poll; the warp agrees on what it saw.
@@ -67,7 +70,10 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
                     if (__shfl_sync(0xffffffffu, stop, 0)) break;
                 }
             }
-            if (lane == 0) next = seq;
+            if (lane == 0) {
+                next = seq;
+                bellNs = globalTimerNs();
+            }
         }
         __syncthreads();
         const uint32_t seq = next;
@@ -86,17 +92,22 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         a.blockElems = a.totalElems = a.chunkElems = a.sliceElems = 0;
         a.nchannels = 1;
         a.flags = 0;
-        Waiter w = startKernel(comm, &abortedShared, a.ticket);
+        // No barrier and no abort check here: the doorbell's barrier above is the call's start, and
+        // oneShotBody checks the abort word with its first reads.
+        const uint64_t startNs = globalTimerNs();
+        Waiter w = makeWaiter(comm, &abortedShared, a.ticket, startNs);
+        if (threadIdx.x == 0) *(volatile uint64_t*)(hostStatus + STATUS_WORD_START_NS) = startNs;
+        OneShotStamps t = {startNs, bellNs, 0, 0, 0};
         CallNumbers calls;
         switch (a.type) {
-            case 0: calls = oneShotBody<RedF32>(a, comm, w); break;
-            case 1: calls = oneShotBody<RedF64>(a, comm, w); break;
-            case 2: calls = oneShotBody<RedF16>(a, comm, w); break;
-            case 3: calls = oneShotBody<RedBF16>(a, comm, w); break;
-            case 4: calls = oneShotBody<RedI32>(a, comm, w); break;
-            case 5: calls = oneShotBody<RedI64>(a, comm, w); break;
-            case 6: calls = oneShotBody<RedI8>(a, comm, w); break;
-            default: calls = oneShotBody<RedU8>(a, comm, w); break;
+            case 0: calls = oneShotBody<RedF32>(a, comm, w, t); break;
+            case 1: calls = oneShotBody<RedF64>(a, comm, w, t); break;
+            case 2: calls = oneShotBody<RedF16>(a, comm, w, t); break;
+            case 3: calls = oneShotBody<RedBF16>(a, comm, w, t); break;
+            case 4: calls = oneShotBody<RedI32>(a, comm, w, t); break;
+            case 5: calls = oneShotBody<RedI64>(a, comm, w, t); break;
+            case 6: calls = oneShotBody<RedI8>(a, comm, w, t); break;
+            default: calls = oneShotBody<RedU8>(a, comm, w, t); break;
         }
         if (threadIdx.x == 0) {
             countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
@@ -105,14 +116,17 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
             // in-place calls of 1-5 KB) read old data in the block's last-written lines (those of the
             // threads' second pass) after the done word, most likely because the release orders only what
             // this thread wrote and saw, not the other threads' stores the barrier above ordered before it.
+            // The done word is then a plain strong store: fence + store is the release, once.
             __threadfence_system();
-            reportDone(hostStatus, a.ticket);
+            const uint64_t endNs = globalTimerNs();
+            reportDoneFenced(hostStatus, a.ticket, endNs);
+            storeProbes(comm, calls, t, endNs);
         }
         last = seq;
         idleSince = globalTimerNs();
-        const bool stop = *w.aborted;
-        __syncthreads();
-        if (stop) break;
+        // Every thread passed oneShotBody's last barrier after any abort was raised in it, so all agree;
+        // warp 0 may already poll again while the others read this (they read bellLines before it).
+        if (*w.aborted) break;
     }
     if (threadIdx.x == 0) stReleaseSys((volatile uint64_t*)((const char*)ra.doorbell + BELL_EXIT_BYTE), (uint64_t)last + 1);
 }

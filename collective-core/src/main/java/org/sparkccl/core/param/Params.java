@@ -46,6 +46,10 @@ public final class Params {
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
                     + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"
                     + " holds only one rank of the communicator, or all of its ranks share one GPU", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
+    public static final Param<Boolean> PROBE = define("PROBE", false,
+            "1 makes the GPU engine's one-shot all-reduces record GPU timestamps at fixed points of each call"
+                    + " (start, input pushed, peer's input seen, header done, end) for GpuAllReduceBench's breakdown"
+                    + " (docs/perf/gpu-allreduce.md); costs a few stores per call", Params::parseBoolean);
     public static final Param<Boolean> SHM_DISABLE = define("SHM_DISABLE", false,
             "1 disables the shared-memory transport", Params::parseBoolean);
     public static final Param<String> HOST_ID = define("HOST_ID", "",

@@ -57,7 +57,9 @@ final class DevCommLayout {
     static final int HOST_STATUS = 48;
     static final int TIMEOUT_NS = 56;
     static final int BLOCKS_DONE = 64;
+    /** u32[2], the kernels' call counters (DevComm.calls): in DevComm itself, zero at connect. */
     static final int CALLS = 72;
+    static final int PROBE = 80;
 
     static final int RECV_LL = 0;
     static final int RECV_SIMPLE = 8;

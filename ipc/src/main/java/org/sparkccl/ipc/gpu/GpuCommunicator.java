@@ -355,6 +355,24 @@ public final class GpuCommunicator implements Communicator {
         return launcher.lastLaunchNanos();
     }
 
+    /**
+     * With SPARKCCL_PROBE=1: where the time of the last {@code calls} one-shot all-reduces went, as the GPU's
+     * timestamps show (GpuProbes.summary); null when probes are off. Waits for this rank's queued work.
+     */
+    public String probeSummary(int calls) {
+        GpuProbes probes = connection.probes;
+        if (probes == null) {
+            return null;
+        }
+        connection.stream.synchronize();
+        long[] words = probes.read(connection.stream);
+        long last = 0;
+        for (int s = 0; s < GpuProbes.SLOTS; s++) {
+            last = Math.max(last, words[s * GpuProbes.WORDS + GpuProbes.SEQ]);
+        }
+        return GpuProbes.summary(words, last, calls);
+    }
+
     /** GPU time of the last collective kernel, from its first block's start to its last block's end. */
     public long lastKernelNanos() {
         return launcher.lastKernelNanos();

@@ -109,6 +109,8 @@ final class GpuConnection {
     int ranksInProcess;
     /** Ranks of this process on this GPU, this one included. */
     int sharingGpu;
+    /** The one-shot calls' GPU timestamps (SPARKCCL_PROBE=1), else null. */
+    GpuProbes probes;
     /** How this rank is connected, for logs and benchmarks. */
     String links = "";
 
@@ -447,7 +449,11 @@ final class GpuConnection {
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
         b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
-        b.putLong(DevCommLayout.CALLS, channelState.address() + statesBytes + 8);
+        // DevCommLayout.CALLS: the kernels' call counters, zero to begin with (this buffer's zeros).
+        if (params.get(Params.PROBE)) {
+            probes = own(new GpuProbes(device, stream, "rank " + rank));
+            b.putLong(DevCommLayout.PROBE, probes.address());
+        }
         // Each channel's ring order, for the kernels' block indices (reduce-scatter, all-gather) and root.
         ByteBuffer orders = ByteBuffer.allocate(channels * size * 4).order(ByteOrder.LITTLE_ENDIAN);
         for (int c = 0; c < channels; c++) {

@@ -59,6 +59,7 @@ class DevCommLayoutTest {
         want.put("timeoutNs", DevCommLayout.TIMEOUT_NS);
         want.put("blocksDone", DevCommLayout.BLOCKS_DONE);
         want.put("calls", DevCommLayout.CALLS);
+        want.put("probe", DevCommLayout.PROBE);
         want.put("ch", DevCommLayout.HEADER_BYTES);
         want.forEach((field, offset) -> assertEquals(offset, offsets.get(field), "DevComm." + field));
     }

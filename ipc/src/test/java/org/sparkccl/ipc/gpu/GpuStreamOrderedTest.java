@@ -250,8 +250,11 @@ class GpuStreamOrderedTest {
         assertEquals(2, messages.size(), messages.toString());
         String all = String.join(" | ", messages);
         System.out.println(all);
-        assertTrue(all.contains("0: rank 0: collective mismatch") && all.contains("1: rank 1: collective mismatch"), all);
-        assertTrue(all.contains("count 7") && all.contains("count 8"), all);
+        // Each rank's error names the mismatch and both calls: the one that saw it first says so itself, the
+        // other may have been stopped by that rank's abort first, whose record it quotes.
+        for (String m : messages) {
+            assertTrue(m.contains("collective mismatch") && m.contains("count 7") && m.contains("count 8"), all);
+        }
     }
 
     /** Close right after queuing calls: it waits for them, then frees everything (runRanks checks that nothing leaked). */

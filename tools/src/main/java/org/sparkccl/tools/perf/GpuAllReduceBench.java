@@ -181,16 +181,21 @@ public final class GpuAllReduceBench implements Callable<Integer> {
                     waitNanos += comm.lastWaitNanos();
                 }
                 double us = (System.nanoTime() - t0) / 1e3 / iters;
+                String blockingProbes = comm.probeSummary(iters);
                 double algbw = size / us / 1e3;
                 double busbw = busBandwidth(comm, size, us);
                 String streamed = "";
                 if (!blockingOnly) {
                     Timed stream = streamOrdered(bootstrap, comm, reference, send, recv, user, count, size);
+                    String streamProbes = comm.probeSummary(iters);
                     Timed graph = graphReplayed(bootstrap, comm, reference, send, recv, user, count, size);
+                    printProbes(comm, size, "stream", streamProbes);
+                    printProbes(comm, size, "graph", comm.probeSummary(iters));
                     wrong += stream.wrong + graph.wrong;
                     streamed = String.format(Locale.ROOT, " %10.2f %9.2f %10.2f %9.2f", stream.us,
                             busBandwidth(comm, size, stream.us), graph.us, busBandwidth(comm, size, graph.us));
                 }
+                printProbes(comm, size, "blocking", blockingProbes);
                 wrongTotal += wrong;
                 if (print) {
                     System.out.printf(Locale.ROOT, "%12d %12d %8s %6s %10.2f %9.2f %9.2f %7d %10.2f %10.2f %8.2f %8.2f%s%n",
@@ -207,6 +212,13 @@ public final class GpuAllReduceBench implements Callable<Integer> {
             System.err.printf(Locale.ROOT, "rank %d: %d wrong elements: the run fails%n", bootstrap.rank(), wrongTotal);
         }
         return wrongTotal;
+    }
+
+    /** SPARKCCL_PROBE=1: every rank's breakdown of its timed calls in one mode (GpuProbes), one line each. */
+    private static void printProbes(GpuCommunicator comm, long size, String mode, String summary) {
+        if (summary != null) {
+            System.out.printf(Locale.ROOT, "PROBE rank %d %d B %s: %s%n", comm.rank(), size, mode, summary);
+        }
     }
 
     private static double busBandwidth(GpuCommunicator comm, long size, double us) {

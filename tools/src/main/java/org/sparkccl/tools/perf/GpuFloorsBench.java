@@ -11,6 +11,9 @@ import java.util.concurrent.CyclicBarrier;
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -160,6 +163,15 @@ public final class GpuFloorsBench implements Callable<Integer> {
             words.putLongRelease(64, STOP);
             stream.synchronize();
 
+            // (v) Stream memory operations: what a stream-ordered call would cost that rings a kernel which is
+            // already running (cuStreamWriteValue32 on the caller's stream) and holds the stream until its
+            // answer (cuStreamWaitValue32), instead of launching a kernel per call.
+            try {
+                streamMemOpFloors(echo, words, host, flags, stream);
+            } catch (RuntimeException e) {
+                System.out.println("FLOOR (v) stream memory operations: not available here: " + e.getMessage());
+            }
+
             // (iv) two blocks, one flag each way, through global memory.
             Kernel pingpong = new Kernel(module.function("floor_pingpong"), 4);
             long rounds = 20_000;
@@ -185,6 +197,59 @@ public final class GpuFloorsBench implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    private void streamMemOpFloors(Kernel echo, UnsafeBuffer words, PinnedHostBuffer host, DeviceBuffer flags,
+                                   CudaStream stream) {
+        CUstream cs = stream.handle();
+        CUdeviceptr word = Cuda.devicePointer(flags.address() + 1024);
+        int[] v = {0};
+        report("(v) cuStreamWriteValue32 alone, queued back to back", timeQueued(() -> Direct.check(
+                JCudaDriver.cuStreamWriteValue32(cs, word, ++v[0], 0), "cuStreamWriteValue32"), stream));
+        report("(v) cuStreamWaitValue32 (already true) alone, queued back to back", timeQueued(() -> Direct.check(
+                JCudaDriver.cuStreamWaitValue32(cs, word, 0, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+                "cuStreamWaitValue32"), stream));
+        // The echo kernel polls a word in device memory; the stream writes the call's number there and waits
+        // until the kernel has answered it, call after call.
+        long bell = flags.address() + 2048 + 256;
+        long reply = flags.address() + 2048 + 512;
+        DeviceBuffer.fill(bell, 8, (byte) 0, stream, "floors");
+        DeviceBuffer.fill(reply, 8, (byte) 0, stream, "floors");
+        stream.synchronize();
+        try (CudaStream echoStream = new CudaStream(stream.device(), "floors echo")) {
+            echo.args.putLong(0, bell);
+            echo.args.putLong(8, reply);
+            echo.launchDirect(echoStream);
+            CUdeviceptr bellPtr = Cuda.devicePointer(bell);
+            CUdeviceptr replyPtr = Cuda.devicePointer(reply);
+            int[] seq = {0};
+            report("(v) stream-ordered doorbell: cuStreamWriteValue32 to a running kernel + cuStreamWaitValue32 for"
+                    + " its answer, queued back to back, per call", timeQueuedUntilDone(() -> {
+                        int s = ++seq[0];
+                        Direct.check(JCudaDriver.cuStreamWriteValue32(cs, bellPtr, s, 0), "cuStreamWriteValue32");
+                        Direct.check(JCudaDriver.cuStreamWaitValue32(cs, replyPtr, s,
+                                CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+                    }, stream));
+            Cuda.check(JCudaDriver.cuMemsetD32(bellPtr, (int) STOP, 2), "cuMemsetD32", "floors");
+            echoStream.synchronize();
+        }
+    }
+
+    /** As timeQueued, but each batch's time runs until its work is done (the GPU side is the cost here). */
+    private double[] timeQueuedUntilDone(Runnable call, CudaStream stream) {
+        int batch = 50;
+        double[] us = new double[Math.max(1, iters / batch)];
+        for (int i = -Math.max(1, warmup / batch); i < us.length; i++) {
+            long t0 = System.nanoTime();
+            for (int k = 0; k < batch; k++) {
+                call.run();
+            }
+            stream.synchronize();
+            if (i >= 0) {
+                us[i] = (System.nanoTime() - t0) / 1e3 / batch;
+            }
+        }
+        return us;
     }
 
     private double[] time(Runnable once) {
