@@ -102,6 +102,37 @@ class SparkCclMlpClassifierTest {
         TrainedClassifier.Evaluation held = model.classifier().evaluate(TrainingData.examples(test, "features", "label"));
         assertEquals(test.count(), held.rows());
         assertEquals(accuracy, held.accuracy(), 1e-12);
+        // The training-set figures, computed when asked for (the fit itself skips that pass).
+        assertTrue(model.summary().trainingAccuracy() > 0.95, "training accuracy " + model.summary().trainingAccuracy());
+        assertTrue(model.summary().trainingLoss() < losses[0] / 4, "training loss " + model.summary().trainingLoss());
+    }
+
+    @Test
+    void theBlockReaderReadsWhatTheRowReaderReads() {
+        // Dense vectors on a partition per rank (no shuffle); sparse vectors, array<double> and numeric
+        // columns on 3 ranks (the shuffle by id modulo ranks).
+        Dataset<Row> vectors = train.drop("id");
+        int partitions = vectors.rdd().getNumPartitions();
+        Dataset<Row> sparse = vectors.withColumn("features", org.apache.spark.sql.functions.udf(
+                (org.apache.spark.sql.api.java.UDF1<org.apache.spark.ml.linalg.Vector, org.apache.spark.ml.linalg.Vector>)
+                        org.apache.spark.ml.linalg.Vector::toSparse, org.apache.spark.ml.linalg.SQLDataTypes.VectorType())
+                .apply(vectors.col("features")));
+        Dataset<Row> arrays = vectors.withColumn("features", org.apache.spark.ml.functions.vector_to_array(
+                vectors.col("features"), "float64"));
+        Dataset<Row> numeric = MlTestData.digitsColumns(spark).selectExpr("p20", "p27", "p35", "label");
+        for (Dataset<Row> data : List.of(vectors, sparse, arrays, numeric)) {
+            String featuresCol = data == numeric ? null : "features";
+            PreparedData prepared = PreparedData.of(data, featuresCol, "label", data == vectors ? partitions : 3);
+            List<org.sparkccl.train.Example> blocks = prepared.collectAll();
+            prepared.release();
+            List<org.sparkccl.train.Example> rows = TrainingData.examples(data, featuresCol, "label").collect();
+            assertEquals(rows.size(), blocks.size());
+            for (int i = 0; i < rows.size(); i++) {
+                assertEquals(rows.get(i).id(), blocks.get(i).id());
+                assertArrayEquals(rows.get(i).features(), blocks.get(i).features(), "row " + i);
+                assertEquals(rows.get(i).label(), blocks.get(i).label());
+            }
+        }
     }
 
     @Test
@@ -169,7 +200,8 @@ class SparkCclMlpClassifierTest {
                 .addGrid(mlp.hiddenLayers(), scala.jdk.javaapi.CollectionConverters.asScala(List.of(new int[] {8}, new int[] {32})))
                 .build();
         CrossValidator cv = new CrossValidator().setEstimator(pipeline).setEstimatorParamMaps(grid)
-                .setEvaluator(ACCURACY).setNumFolds(2).setSeed(5);
+                .setEvaluator(ACCURACY).setNumFolds(2).setSeed(5)
+                .setParallelism(2); // two fits of 2 barrier tasks at once on local[4]: half the wall time
         CrossValidatorModel fitted = cv.fit(trainColumns);
 
         double[] metrics = fitted.avgMetrics();
