@@ -25,23 +25,31 @@ public final class DataStats implements Serializable {
     }
 
     DataStats add(Example e) {
-        if (cols >= 0 && e.features.length != cols) {
-            throw new IllegalArgumentException("example " + e.id + " has " + e.features.length + " features, earlier ones "
-                    + cols + ": every row needs the same number");
+        return add(e.features, 0, e.features.length, e.label, "example ", e.id);
+    }
+
+    /**
+     * The row of {@code width} features at {@code x[at ..]} with label {@code label}; errors name it
+     * as {@code what + index} (built only then: this runs once per row).
+     */
+    DataStats add(float[] x, int at, int width, float label, String what, long index) {
+        if (cols >= 0 && width != cols) {
+            throw new IllegalArgumentException(what + index + " has " + width + " features, earlier ones " + cols
+                    + ": every row needs the same number");
         }
-        if (e.label < 0 || e.label != Math.rint(e.label)) {
-            throw new IllegalArgumentException("example " + e.id + " has label " + e.label
+        if (label < 0 || label != Math.rint(label)) {
+            throw new IllegalArgumentException(what + index + " has label " + label
                     + "; labels must be class indices 0, 1, 2, ...");
         }
         if (cols < 0) {
-            cols = e.features.length;
+            cols = width;
             maxAbs = new float[cols];
         }
         for (int i = 0; i < cols; i++) {
-            maxAbs[i] = Math.max(maxAbs[i], Math.abs(e.features[i]));
+            maxAbs[i] = Math.max(maxAbs[i], Math.abs(x[at + i]));
         }
         rows++;
-        classes = Math.max(classes, (int) e.label + 1);
+        classes = Math.max(classes, (int) label + 1);
         return this;
     }
 

@@ -197,11 +197,11 @@ public final class TrainJob implements Callable<Integer> {
      */
     public static TrainResult train(PreparedData prepared, TrainConfig config) {
         DataStats stats = prepared.stats();
-        List<TrainResult> results = new ArrayList<>(SparkCclJobs.retryableBarrierMapPartitions(prepared.byRank(), examples -> {
-            TrainConfig attemptConfig = config.forStageAttempt(BarrierTaskContext.get().stageAttemptNumber());
-            FeatureBatch batch = TrainingData.batch(examples, stats);
+        List<TrainResult> results = new ArrayList<>(SparkCclJobs.retryableBarrierMapPartitions(prepared.byRank(), parts -> {
+            BarrierTaskContext task = BarrierTaskContext.get();
+            TrainConfig attemptConfig = config.forStageAttempt(task.stageAttemptNumber());
+            Shard shard = PreparedData.shard(parts, stats, task.partitionId(), task.numPartitions());
             Communicator comm = SparkCcl.communicator();
-            Shard shard = new Shard(batch, comm.rank(), comm.size(), (int) stats.rows());
             try (BufferAllocator allocator = new RootAllocator()) {
                 TrainResult result = new Trainer(attemptConfig, shard, (int) stats.rows()).run(StepCollectives.over(comm),
                         allocator, stepEngines(attemptConfig, comm));

@@ -104,11 +104,14 @@ public final class Trainer {
             double seconds = (System.nanoTime() - started) / 1e9;
             double samplesPerSecond = losses.length == 0 ? 0 : losses.length * (double) schedule.batchSize() / seconds;
             engine.store(weights, null);
-            double[] evaluation = evaluate(collectives, allocator, weights);
-            if (collectives.rank() == 0) {
+            double[] evaluation = config.evaluateTrainingSet ? evaluate(collectives, allocator, weights)
+                    : new double[] {Double.NaN, Double.NaN, 1};
+            if (collectives.rank() == 0 && config.evaluateTrainingSet) {
                 LOG.info(String.format(Locale.ROOT, "done: %d steps, %.0f samples/s; on all %d examples loss %.5f,"
                         + " accuracy %.4f", losses.length, samplesPerSecond, (long) evaluation[2],
                         evaluation[0] / evaluation[2], evaluation[1] / evaluation[2]));
+            } else if (collectives.rank() == 0) {
+                LOG.info(String.format(Locale.ROOT, "done: %d steps, %.0f samples/s", losses.length, samplesPerSecond));
             }
             return new TrainResult(collectives.rank(), firstStep, losses, weights, samplesPerSecond,
                     evaluation[0] / evaluation[2], evaluation[1] / evaluation[2]);

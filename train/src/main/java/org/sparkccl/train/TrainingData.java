@@ -119,20 +119,49 @@ public final class TrainingData {
      */
     public static JavaRDD<Example> examples(Dataset<Row> frame, String featuresColumn, String labelColumn) {
         StructType schema = frame.schema();
-        String label = labelColumn != null ? labelColumn
-                : Arrays.asList(schema.fieldNames()).contains("label") ? "label" : schema.fieldNames()[schema.size() - 1];
-        int labelIndex = fieldIndex(schema, label, "label");
-        if (!(schema.fields()[labelIndex].dataType() instanceof NumericType)) {
-            throw new IllegalArgumentException("label column '" + label + "' is " + schema.fields()[labelIndex].dataType()
-                    + "; it must be numeric class indices");
+        Columns columns = Columns.of(schema, featuresColumn, labelColumn);
+        int labelIndex = columns.label;
+        FeatureReader reader = columns.features >= 0
+                ? FeatureReader.column(columns.features, schema.fields()[columns.features])
+                : FeatureReader.numericColumns(columns.numeric);
+        FeatureReader r = reader;
+        return frame.javaRDD().zipWithIndex().map(t -> {
+            Row row = t._1();
+            if (row.isNullAt(labelIndex)) {
+                throw new IllegalArgumentException("row " + t._2() + " has no label: drop or fill nulls before training");
+            }
+            return new Example(t._2(), r.read(row, t._2()), ((Number) row.get(labelIndex)).floatValue());
+        });
+    }
+
+    /**
+     * Which columns hold the label and the features: {@code features} the index of one array or ML
+     * vector column, else -1 and {@code numeric} every numeric column but the label (see the class comment).
+     */
+    static final class Columns {
+        final int label;
+        final int features;
+        final int[] numeric;
+
+        private Columns(int label, int features, int[] numeric) {
+            this.label = label;
+            this.features = features;
+            this.numeric = numeric;
         }
-        String features = featuresColumn != null ? featuresColumn
-                : Arrays.asList(schema.fieldNames()).contains("features") ? "features" : null;
-        FeatureReader reader;
-        if (features != null) {
-            int index = fieldIndex(schema, features, "features");
-            reader = FeatureReader.column(index, schema.fields()[index]);
-        } else {
+
+        static Columns of(StructType schema, String featuresColumn, String labelColumn) {
+            String label = labelColumn != null ? labelColumn
+                    : Arrays.asList(schema.fieldNames()).contains("label") ? "label" : schema.fieldNames()[schema.size() - 1];
+            int labelIndex = fieldIndex(schema, label, "label");
+            if (!(schema.fields()[labelIndex].dataType() instanceof NumericType)) {
+                throw new IllegalArgumentException("label column '" + label + "' is " + schema.fields()[labelIndex].dataType()
+                        + "; it must be numeric class indices");
+            }
+            String features = featuresColumn != null ? featuresColumn
+                    : Arrays.asList(schema.fieldNames()).contains("features") ? "features" : null;
+            if (features != null) {
+                return new Columns(labelIndex, fieldIndex(schema, features, "features"), null);
+            }
             List<Integer> numeric = new ArrayList<>();
             for (int i = 0; i < schema.size(); i++) {
                 if (i != labelIndex && schema.fields()[i].dataType() instanceof NumericType) {
@@ -143,16 +172,8 @@ public final class TrainingData {
                 throw new IllegalArgumentException("no numeric feature columns besides the label '" + label
                         + "' in " + schema.simpleString() + "; name one with --features-col");
             }
-            reader = FeatureReader.numericColumns(numeric.stream().mapToInt(Integer::intValue).toArray());
+            return new Columns(labelIndex, -1, numeric.stream().mapToInt(Integer::intValue).toArray());
         }
-        FeatureReader r = reader;
-        return frame.javaRDD().zipWithIndex().map(t -> {
-            Row row = t._1();
-            if (row.isNullAt(labelIndex)) {
-                throw new IllegalArgumentException("row " + t._2() + " has no label: drop or fill nulls before training");
-            }
-            return new Example(t._2(), r.read(row, t._2()), ((Number) row.get(labelIndex)).floatValue());
-        });
     }
 
     private static int fieldIndex(StructType schema, String name, String what) {
@@ -164,16 +185,6 @@ public final class TrainingData {
         throw new IllegalArgumentException("no " + what + " column '" + name + "' in " + schema.simpleString());
     }
 
-    /** One pass over the data on the executors. */
-    public static DataStats stats(JavaRDD<Example> examples) {
-        return examples.treeAggregate(new DataStats(), DataStats::add, DataStats::merge);
-    }
-
-    /** Partition {@code r} of the result holds the examples whose id is congruent to r modulo {@code ranks}. */
-    public static JavaRDD<Example> byRank(JavaRDD<Example> examples, int ranks) {
-        return examples.mapToPair(e -> new Tuple2<>(e.id, e)).partitionBy(new IdModulo(ranks)).values();
-    }
-
     /** A rank's examples as one batch, in id order, features scaled as {@code stats} says. */
     public static FeatureBatch batch(Iterator<Example> examples, DataStats stats) {
         List<Example> mine = new ArrayList<>();
@@ -183,16 +194,13 @@ public final class TrainingData {
         float[] x = new float[mine.size() * cols];
         float[] y = new float[mine.size()];
         for (int r = 0; r < mine.size(); r++) {
-            Example e = mine.get(r);
-            for (int i = 0; i < cols; i++) {
-                x[r * cols + i] = stats.scale(i, e.features[i]);
-            }
-            y[r] = e.label;
+            System.arraycopy(mine.get(r).features, 0, x, r * cols, cols);
+            y[r] = mine.get(r).label;
         }
-        return FeatureBatch.of(mine.size(), cols, x, y);
+        return RowBlock.batch(List.of(RowBlock.ofPartition(0, mine.size(), cols, x, y)), stats);
     }
 
-    /** Sends key {@code id} to partition {@code id mod ranks}. */
+    /** Sends key {@code k} (a rank, or a global id) to partition {@code k mod ranks}. */
     static final class IdModulo extends Partitioner {
         private static final long serialVersionUID = 1L;
         private final int ranks;

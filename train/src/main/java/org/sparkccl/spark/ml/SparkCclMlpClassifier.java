@@ -238,12 +238,13 @@ public final class SparkCclMlpClassifier
         PreparedData prepared = PreparedData.of(frame, getFeaturesCol(), getLabelCol(), ranks);
         try {
             DataStats stats = prepared.stats();
-            TrainConfig config = config(stats, spark);
+            TrainConfig config = config(stats, spark).withoutTrainingSetEvaluation();
             LOG.info("{}: training {} on {} rows with {} ranks", uid(), config, stats.rows(), ranks);
             TrainResult result = TrainJob.train(prepared, config);
-            SparkCclMlpTrainingSummary summary = new SparkCclMlpTrainingSummary(result.losses(), result.finalLoss(),
-                    result.accuracy(), ranks, stats.rows());
-            return new SparkCclMlpClassificationModel(uid(), TrainedClassifier.of(config, stats, result), summary);
+            TrainedClassifier classifier = TrainedClassifier.of(config, stats, result);
+            SparkCclMlpTrainingSummary summary = new SparkCclMlpTrainingSummary(result.losses(), ranks, stats.rows(),
+                    classifier, frame, getFeaturesCol(), getLabelCol());
+            return new SparkCclMlpClassificationModel(uid(), classifier, summary);
         } finally {
             prepared.release();
         }

@@ -1,28 +1,39 @@
 package org.sparkccl.spark.ml;
 
 import java.io.Serializable;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.sparkccl.train.TrainedClassifier;
+import org.sparkccl.train.TrainingData;
 
 /**
- * What {@link SparkCclMlpClassifier#fit} saw while it trained: the loss of every step and the
- * final weights' loss and accuracy on the whole training set. Kept on the fitted model (not saved
- * with it, as Spark's own training summaries are not).
+ * What {@link SparkCclMlpClassifier#fit} saw while it trained: the loss of every step, and the
+ * final weights' loss and accuracy on the whole training set, computed when first asked for (one
+ * Spark job over the training rows, as Spark's own training summaries compute theirs, so that a fit
+ * whose caller never asks does not pay for the pass). Kept on the fitted model (not saved with it,
+ * as Spark's own training summaries are not).
  */
 public final class SparkCclMlpTrainingSummary implements Serializable {
     private static final long serialVersionUID = 1L;
 
     private final double[] lossHistory;
-    private final double trainingLoss;
-    private final double trainingAccuracy;
     private final int ranks;
     private final long trainingRows;
+    private final TrainedClassifier classifier;
+    private final transient Dataset<Row> training;
+    private final String featuresCol;
+    private final String labelCol;
+    private TrainedClassifier.Evaluation evaluation;
 
-    SparkCclMlpTrainingSummary(double[] lossHistory, double trainingLoss, double trainingAccuracy, int ranks,
-                               long trainingRows) {
+    SparkCclMlpTrainingSummary(double[] lossHistory, int ranks, long trainingRows, TrainedClassifier classifier,
+                               Dataset<Row> training, String featuresCol, String labelCol) {
         this.lossHistory = lossHistory.clone();
-        this.trainingLoss = trainingLoss;
-        this.trainingAccuracy = trainingAccuracy;
         this.ranks = ranks;
         this.trainingRows = trainingRows;
+        this.classifier = classifier;
+        this.training = training;
+        this.featuresCol = featuresCol;
+        this.labelCol = labelCol;
     }
 
     /** Mean minibatch cross-entropy of each step, before that step's update (step 1 first). */
@@ -35,14 +46,28 @@ public final class SparkCclMlpTrainingSummary implements Serializable {
         return lossHistory.length;
     }
 
-    /** Mean cross-entropy of the final weights over the whole training set. */
+    /** Mean cross-entropy of the final weights over the whole training set (a Spark job, the first time). */
     public double trainingLoss() {
-        return trainingLoss;
+        return evaluation().loss();
     }
 
-    /** Fraction of the training set the final weights classify right (held-out data: use an evaluator). */
+    /**
+     * Fraction of the training set the final weights classify right (a Spark job, the first time;
+     * held-out data: use an evaluator).
+     */
     public double trainingAccuracy() {
-        return trainingAccuracy;
+        return evaluation().accuracy();
+    }
+
+    private synchronized TrainedClassifier.Evaluation evaluation() {
+        if (evaluation == null) {
+            if (training == null) {
+                throw new IllegalStateException("this training summary was serialized without its training data:"
+                        + " ask the fitted model's summary() in the driver that fitted it");
+            }
+            evaluation = classifier.evaluate(TrainingData.examples(training, featuresCol, labelCol));
+        }
+        return evaluation;
     }
 
     /** Barrier tasks that trained (sparkccl ranks). */

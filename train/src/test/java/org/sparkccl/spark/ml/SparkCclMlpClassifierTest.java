@@ -102,6 +102,37 @@ class SparkCclMlpClassifierTest {
         TrainedClassifier.Evaluation held = model.classifier().evaluate(TrainingData.examples(test, "features", "label"));
         assertEquals(test.count(), held.rows());
         assertEquals(accuracy, held.accuracy(), 1e-12);
+        // The training-set figures, computed when asked for (the fit itself skips that pass).
+        assertTrue(model.summary().trainingAccuracy() > 0.95, "training accuracy " + model.summary().trainingAccuracy());
+        assertTrue(model.summary().trainingLoss() < losses[0] / 4, "training loss " + model.summary().trainingLoss());
+    }
+
+    @Test
+    void theBlockReaderReadsWhatTheRowReaderReads() {
+        // ML vectors, every other row sparse, on 3 ranks (the shuffle by id modulo ranks); numeric
+        // columns on a partition per rank (no shuffle). (array<float> is what TrainJob's digits are.)
+        org.apache.spark.sql.Column sparse = org.apache.spark.sql.functions.udf(
+                (org.apache.spark.sql.api.java.UDF1<org.apache.spark.ml.linalg.Vector, org.apache.spark.ml.linalg.Vector>)
+                        org.apache.spark.ml.linalg.Vector::toSparse, org.apache.spark.ml.linalg.SQLDataTypes.VectorType())
+                .apply(train.col("features"));
+        Dataset<Row> vectors = train.withColumn("features", org.apache.spark.sql.functions
+                .when(train.col("id").mod(2).equalTo(0), sparse).otherwise(train.col("features"))).drop("id");
+        org.apache.spark.sql.Column pixels = org.apache.spark.ml.functions.vector_to_array(train.col("features"), "float64");
+        Dataset<Row> numeric = train.select(pixels.getItem(20).as("p20"), pixels.getItem(35).as("p35"), train.col("label"));
+        for (Dataset<Row> data : List.of(vectors, numeric)) {
+            String featuresCol = data == numeric ? null : "features";
+            int ranks = data == numeric ? data.rdd().getNumPartitions() : 3;
+            PreparedData prepared = PreparedData.of(data, featuresCol, "label", ranks);
+            List<org.sparkccl.train.Example> blocks = prepared.collectAll();
+            prepared.release();
+            List<org.sparkccl.train.Example> rows = TrainingData.examples(data, featuresCol, "label").collect();
+            assertEquals(rows.size(), blocks.size());
+            for (int i = 0; i < rows.size(); i++) {
+                assertEquals(rows.get(i).id(), blocks.get(i).id());
+                assertArrayEquals(rows.get(i).features(), blocks.get(i).features(), "row " + i);
+                assertEquals(rows.get(i).label(), blocks.get(i).label());
+            }
+        }
     }
 
     @Test
@@ -169,7 +200,8 @@ class SparkCclMlpClassifierTest {
                 .addGrid(mlp.hiddenLayers(), scala.jdk.javaapi.CollectionConverters.asScala(List.of(new int[] {8}, new int[] {32})))
                 .build();
         CrossValidator cv = new CrossValidator().setEstimator(pipeline).setEstimatorParamMaps(grid)
-                .setEvaluator(ACCURACY).setNumFolds(2).setSeed(5);
+                .setEvaluator(ACCURACY).setNumFolds(2).setSeed(5)
+                .setParallelism(2); // two fits of 2 barrier tasks at once on local[4]: half the wall time
         CrossValidatorModel fitted = cv.fit(trainColumns);
 
         double[] metrics = fitted.avgMetrics();
@@ -199,20 +231,28 @@ class SparkCclMlpClassifierTest {
         assertEquals(2, estimatorBack.getNumRanks());
 
         Dataset<Row> features = scaler.fit(assembler.transform(trainColumns)).transform(assembler.transform(testColumns));
-        assertEquals(SavedModelScorer.lines(scored), SavedModelScorer.lines(PipelineModel.load(pipelinePath).transform(testColumns)));
-        SparkCclMlpClassificationModel back = SparkCclMlpClassificationModel.load(modelPath);
-        assertFalse(back.hasSummary());
-        assertArrayEquals(model.weights(), back.weights());
-        assertEquals(SavedModelScorer.lines(model.transform(features)), SavedModelScorer.lines(back.transform(features)));
 
-        // A fresh JVM: nothing of this one's state, the same predictions to the last bit.
+        // A fresh JVM: nothing of this one's state, the same predictions to the last bit. It starts
+        // first and runs while this JVM checks the same loads (its Spark start is most of its time).
         testColumns.write().parquet(dataPath);
         String featuresPath = dir.resolve("features.parquet").toString();
         features.select("id", "features").write().parquet(featuresPath);
         Path pipelineOut = dir.resolve("p.txt");
         Path modelOut = dir.resolve("m.txt");
-        scoreInFreshJvm(dir.resolve("fresh-jvm.log"), "pipeline", pipelinePath, dataPath, pipelineOut.toString(),
-                "model", modelPath, featuresPath, modelOut.toString());
+        Process fresh = startFreshJvm(dir.resolve("fresh-jvm.log"), "pipeline", pipelinePath, dataPath,
+                pipelineOut.toString(), "model", modelPath, featuresPath, modelOut.toString());
+
+        try {
+            assertEquals(SavedModelScorer.lines(scored),
+                    SavedModelScorer.lines(PipelineModel.load(pipelinePath).transform(testColumns)));
+            SparkCclMlpClassificationModel back = SparkCclMlpClassificationModel.load(modelPath);
+            assertFalse(back.hasSummary());
+            assertArrayEquals(model.weights(), back.weights());
+            assertEquals(SavedModelScorer.lines(model.transform(features)), SavedModelScorer.lines(back.transform(features)));
+            awaitFreshJvm(fresh, dir.resolve("fresh-jvm.log"));
+        } finally {
+            fresh.destroyForcibly(); // nothing to do when it has ended; else a failed check above leaves none behind
+        }
         assertEquals(SavedModelScorer.lines(scored), Files.readAllLines(pipelineOut));
         assertEquals(SavedModelScorer.lines(model.transform(features)), Files.readAllLines(modelOut));
     }
@@ -234,8 +274,8 @@ class SparkCclMlpClassifierTest {
                 "docs/spark.md must show the example of " + EXAMPLE_SOURCE + " exactly, i.e.:\n" + expected);
     }
 
-    /** {@link SavedModelScorer} in a new JVM with Spark's JVM options and this test's class path. */
-    private static void scoreInFreshJvm(Path log, String... args) throws IOException, InterruptedException {
+    /** Starts {@link SavedModelScorer} in a new JVM with Spark's JVM options and this test's class path. */
+    private static Process startFreshJvm(Path log, String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx512m");
@@ -245,7 +285,10 @@ class SparkCclMlpClassifierTest {
         command.add(SparkTestSupport.absoluteTestClassPath());
         command.add(SavedModelScorer.class.getName());
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    }
+
+    private static void awaitFreshJvm(Process p, Path log) throws IOException, InterruptedException {
         boolean ended = p.waitFor(180, TimeUnit.SECONDS);
         if (!ended) {
             p.destroyForcibly();
