@@ -66,7 +66,7 @@ public final class Params {
                     + " the same on every rank", Params::parseSize);
     public static final Param<Long> SOCKET_POLL_US = define("SOCKET_POLL_US", -1L,
             "microseconds a rank polls its direct socket connections (small all-reduces) before it sleeps in the"
-                    + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 200,"
+                    + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 1000,"
                     + " yielding its core between polls",
             Long::parseLong);
     public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
