@@ -23,6 +23,7 @@ import org.sparkccl.core.proto.Protocol;
 import org.sparkccl.core.ring.RingCollectives;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.core.wait.WaitLoop;
+import org.sparkccl.core.warmup.WarmUp;
 
 /**
  * The host engine over TCP: a group of ranks (any hosts) in one ring, each rank linked to its
@@ -103,6 +104,7 @@ public final class SocketCommunicator implements Communicator {
         SocketCommunicator comm = new SocketCommunicator(pos, group, new CclLog(myGlobalRank, params));
         try {
             comm.connect(listener, all, myGlobalRank, tag, params, cancelled);
+            WarmUp.run(comm, params.get(Params.WARMUP_CALLS));
             return comm;
         } catch (RuntimeException e) {
             comm.close();

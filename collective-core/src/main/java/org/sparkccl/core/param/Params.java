@@ -101,7 +101,7 @@ public final class Params {
             "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
                     + " the host's ranks outnumber its cores)", Integer::parseInt);
     public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 256,
-            "tiny all-reduces every rank of a shared-memory communicator makes when it is built, so that a job's"
+            "small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it is built, so that a job's"
                     + " first calls do not pay for class loading and the interpreter (docs/perf/cpu-allreduce-notes.md);"
                     + " 0 none. Must be the same on every rank", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
