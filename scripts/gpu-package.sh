@@ -6,7 +6,10 @@
 # Usage: scripts/gpu-package.sh [DEST]      (default: .device under the repository root)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dest=${1:-$root/.device}
+# Absolute: the Maven runs below work in each module's folder, where a relative DEST would scatter the
+# jars (scripts/gpu-package.sh .device once left lib/ without JCuda's jars, in collective-core/.device).
+mkdir -p "${1:-$root/.device}"
+dest=$(cd "${1:-$root/.device}" && pwd)
 junit_console_version=1.14.4
 cd "$root"
 rm -rf "$dest/lib" "$dest/test-classes"

@@ -23,6 +23,7 @@ import org.sparkccl.core.proto.Protocol;
 import org.sparkccl.core.ring.RingCollectives;
 import org.sparkccl.core.transport.RankInfo;
 import org.sparkccl.core.wait.WaitLoop;
+import org.sparkccl.core.warmup.WarmUp;
 
 /**
  * The host engine over TCP: a group of ranks (any hosts) in one ring, each rank linked to its
@@ -52,8 +53,15 @@ public final class SocketCommunicator implements Communicator {
      * a core of its own (docs/perf/socket-allreduce-notes.md).
      */
     static final long DEFAULT_POLL_US = 50;
-    /** The same where the host's ranks outnumber its cores; they yield between polls there. */
-    static final long OVERSUBSCRIBED_POLL_US = 200;
+    /**
+     * The same where the host's ranks outnumber its cores; they yield between polls there, so a
+     * waiting rank hands its core to whoever needs it, and it stays awake as OpenMPI's ranks do: the
+     * sleep in the selector and the wake-up cost a rank that shares its core a scheduler round each.
+     * 4 ranks on the 2-core VM, 1 / 4 KB, 4 interleaved rounds, median of the slower rank's median
+     * call: 200 us 78 / 93 us, 1000 us 74 / 76 us, OpenMPI 104 / 103 us (2000 and 5000 us: no better,
+     * more spread; docs/perf/socket-allreduce-notes.md).
+     */
+    static final long OVERSUBSCRIBED_POLL_US = 1000;
     private final int rank;
     private final int size;
     private final int[] group;
@@ -96,6 +104,7 @@ public final class SocketCommunicator implements Communicator {
         SocketCommunicator comm = new SocketCommunicator(pos, group, new CclLog(myGlobalRank, params));
         try {
             comm.connect(listener, all, myGlobalRank, tag, params, cancelled);
+            WarmUp.run(comm, params.get(Params.WARMUP_CALLS));
             return comm;
         } catch (RuntimeException e) {
             comm.close();

@@ -70,7 +70,7 @@ public final class Params {
                     + " the same on every rank", Params::parseSize);
     public static final Param<Long> SOCKET_POLL_US = define("SOCKET_POLL_US", -1L,
             "microseconds a rank polls its direct socket connections (small all-reduces) before it sleeps in the"
-                    + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 200,"
+                    + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 1000,"
                     + " yielding its core between polls",
             Long::parseLong);
     public static final Param<String> SOCKET_ADDRESS = define("SOCKET_ADDRESS", "",
@@ -105,7 +105,7 @@ public final class Params {
             "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
                     + " the host's ranks outnumber its cores)", Integer::parseInt);
     public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 256,
-            "tiny all-reduces every rank of a shared-memory communicator makes when it is built, so that a job's"
+            "small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it is built, so that a job's"
                     + " first calls do not pay for class loading and the interpreter (docs/perf/cpu-allreduce-notes.md);"
                     + " 0 none. Must be the same on every rank", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,

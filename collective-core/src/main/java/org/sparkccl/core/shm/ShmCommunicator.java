@@ -29,6 +29,7 @@ import org.sparkccl.core.copy.BulkCopy;
 import org.sparkccl.core.log.CclLog;
 import org.sparkccl.core.log.Subsys;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.core.warmup.WarmUp;
 import org.sparkccl.core.proto.ChannelLayout;
 import org.sparkccl.core.proto.CollectiveHeader;
 import org.sparkccl.core.proto.CollectiveHeader.Kind;
@@ -150,33 +151,12 @@ public final class ShmCommunicator implements Communicator {
         ShmCommunicator comm = new ShmCommunicator(bootstrap, transports, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);
-            comm.warmUp(params.get(Params.WARMUP_CALLS));
+            WarmUp.run(comm, params.get(Params.WARMUP_CALLS));
             return comm;
         } catch (RuntimeException e) {
             comm.abort(e);
             comm.close();
             throw e;
-        }
-    }
-
-    /**
-     * {@code calls} tiny all-reduces of every rank together, on scratch memory, in and out of place:
-     * the first calls of a fresh JVM load the collective's classes and run interpreted, which took a
-     * job's first 1 KB call 7-120 ms and calls 1-10 1-45 ms each on average where later ones take
-     * 1-5 us (allreduce-perf --first-calls, 2-core VM). 256 calls pass the JVM's first compile
-     * threshold (C1 after 200 invocations), so the job's first calls run compiled; they cost a few
-     * milliseconds here, once, where the ranks wait for each other anyway.
-     */
-    private void warmUp(int calls) {
-        if (calls <= 0 || size == 1) {
-            return;
-        }
-        try (HostStagingBuffer scratch = new HostStagingBuffer(128)) {
-            UnsafeApi.setMemory(scratch.address(), 128, (byte) 0);
-            for (int i = 0; i < calls; i++) {
-                long send = scratch.address();
-                allReduce(send, i % 2 == 0 ? send : send + 64, (i & 2) == 0 ? 1 : 16, DataType.FLOAT32, ReduceOp.SUM);
-            }
         }
     }
 

@@ -197,7 +197,8 @@ public final class AllReducePerf implements Callable<Integer> {
 
     @Option(names = "--first-calls", defaultValue = "0", paramLabel = "N",
             description = "first times N calls of the smallest size (out of place) one by one, before any warm-up, and"
-                    + " prints (slowest rank) the first call, the means of calls 1-10, 11-100 and 101-N: what a job's"
+                    + " prints (slowest rank) the first call, the means of calls 1-10, 11-100, 1-100 and 101-N and the"
+                    + " medians of calls 1-10 and 1-100: what a job's"
                     + " first steps pay for class loading and the JIT; 0 (default) skips it")
     int firstCalls;
 
@@ -643,6 +644,26 @@ public final class AllReducePerf implements Callable<Integer> {
                         DataType.FLOAT64, ReduceOp.MAX));
                 line.append(String.format(Locale.ROOT, to - r[0] == 1 ? " call %d %.1f;" : " calls %d-%d mean %.2f;",
                         to - r[0] == 1 ? new Object[] {r[0] + 1, slowest} : new Object[] {r[0] + 1, to, slowest}));
+            }
+            // Medians too: on a shared machine one stall of milliseconds moves a mean of 100 calls by tens of us.
+            for (int to : new int[] {10, 100}) {
+                if (firstCalls >= to) {
+                    long[] part = java.util.Arrays.copyOf(callNs, to);
+                    java.util.Arrays.sort(part);
+                    double medianUs = (part[to / 2 - 1] + part[to / 2]) / 2e3;
+                    double slowest = Double.longBitsToDouble(memory.allReduceBits(comm,
+                            Double.doubleToRawLongBits(medianUs), DataType.FLOAT64, ReduceOp.MAX));
+                    line.append(String.format(Locale.ROOT, " calls 1-%d median %.2f;", to, slowest));
+                }
+            }
+            if (firstCalls >= 100) {
+                double sum = 0;
+                for (int i = 0; i < 100; i++) {
+                    sum += callNs[i];
+                }
+                double slowest = Double.longBitsToDouble(memory.allReduceBits(comm,
+                        Double.doubleToRawLongBits(sum / 100 / 1e3), DataType.FLOAT64, ReduceOp.MAX));
+                line.append(String.format(Locale.ROOT, " calls 1-100 mean %.2f;", slowest));
             }
             long wrongTotal = memory.allReduceBits(comm, wrong, DataType.INT64, ReduceOp.SUM);
             double build = Double.longBitsToDouble(memory.allReduceBits(comm, Double.doubleToRawLongBits(buildMs),
