@@ -224,32 +224,15 @@ public final class GpuFloorsBench implements Callable<Integer> {
             CUdeviceptr replyPtr = Cuda.devicePointer(reply);
             int[] seq = {0};
             report("(v) stream-ordered doorbell: cuStreamWriteValue32 to a running kernel + cuStreamWaitValue32 for"
-                    + " its answer, queued back to back, per call", timeQueuedUntilDone(() -> {
+                    + " its answer, queued back to back, per call", timeQueued(() -> {
                         int s = ++seq[0];
                         Direct.check(JCudaDriver.cuStreamWriteValue32(cs, bellPtr, s, 0), "cuStreamWriteValue32");
                         Direct.check(JCudaDriver.cuStreamWaitValue32(cs, replyPtr, s,
                                 CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
-                    }, stream));
+                    }, stream, true));
             Cuda.check(JCudaDriver.cuMemsetD32(bellPtr, (int) STOP, 2), "cuMemsetD32", "floors");
             echoStream.synchronize();
         }
-    }
-
-    /** As timeQueued, but each batch's time runs until its work is done (the GPU side is the cost here). */
-    private double[] timeQueuedUntilDone(Runnable call, CudaStream stream) {
-        int batch = 50;
-        double[] us = new double[Math.max(1, iters / batch)];
-        for (int i = -Math.max(1, warmup / batch); i < us.length; i++) {
-            long t0 = System.nanoTime();
-            for (int k = 0; k < batch; k++) {
-                call.run();
-            }
-            stream.synchronize();
-            if (i >= 0) {
-                us[i] = (System.nanoTime() - t0) / 1e3 / batch;
-            }
-        }
-        return us;
     }
 
     private double[] time(Runnable once) {
@@ -267,6 +250,14 @@ public final class GpuFloorsBench implements Callable<Integer> {
 
     /** Batches of 50 calls queued without a wait, then one synchronize: time per call of each batch. */
     private double[] timeQueued(Runnable launch, CudaStream stream) {
+        return timeQueued(launch, stream, false);
+    }
+
+    /**
+     * Batches of 50 calls queued back to back, then one synchronize; each batch's time per call, up to
+     * the last call queued (the host's cost) or, with {@code untilDone}, up to its work being done.
+     */
+    private double[] timeQueued(Runnable launch, CudaStream stream, boolean untilDone) {
         int batch = 50;
         double[] us = new double[Math.max(1, iters / batch)];
         for (int i = -Math.max(1, warmup / batch); i < us.length; i++) {
@@ -277,7 +268,7 @@ public final class GpuFloorsBench implements Callable<Integer> {
             long t1 = System.nanoTime();
             stream.synchronize();
             if (i >= 0) {
-                us[i] = (t1 - t0) / 1e3 / batch;
+                us[i] = ((untilDone ? System.nanoTime() : t1) - t0) / 1e3 / batch;
             }
         }
         return us;
