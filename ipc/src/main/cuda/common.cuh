@@ -340,9 +340,6 @@ __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volat
     }
 }
 
-// Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
-// raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
-// its data could be a failed peer's leftovers.
 // The waiter alone, with no barrier and no abort check: the one-shot paths check the abort word
 // themselves, loaded together with the call's other inputs (oneShotBody), and the resident kernel
 // clears abortedShared once (an abort ends it).
@@ -359,8 +356,11 @@ __device__ __forceinline__ Waiter makeWaiter(const DevComm* comm, volatile int* 
     return w;
 }
 
-// checkAbort false: the caller checks the abort word before it moves data (oneShotBody), so that the
-// check's read overlaps the call's other first reads instead of holding the whole block at a barrier.
+// Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
+// raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
+// its data could be a failed peer's leftovers. checkAbort false: the caller checks the abort word
+// before it uses a peer's data (oneShotBody), so that the check's read overlaps the call's other
+// first reads instead of holding the whole block at a barrier.
 __device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, uint32_t ticket, uint32_t flags = 0,
                               bool checkAbort = true) {
     const uint64_t startNs = globalTimerNs();

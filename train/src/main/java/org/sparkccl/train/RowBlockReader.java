@@ -10,10 +10,8 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.functions;
-import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -37,12 +35,7 @@ final class RowBlockReader {
         boolean mlVector = false;
         if (columns.features >= 0) {
             StructField field = schema.fields()[columns.features];
-            DataType type = field.dataType();
-            mlVector = type instanceof StructType || "vector".equals(type.typeName());
-            if (!mlVector && !(type instanceof ArrayType && ((ArrayType) type).elementType() instanceof NumericType)) {
-                throw new IllegalArgumentException("features column '" + field.name() + "' is " + type.simpleString()
-                        + "; use an array of numbers, an ML vector, or leave --features-col out to use every numeric column");
-            }
+            mlVector = TrainingData.Columns.isMlVector(field);
             features = mlVector ? column(field.name()) : column(field.name()).cast(FLOATS);
         } else {
             Column[] each = Arrays.stream(columns.numeric).mapToObj(i -> column(schema.fields()[i].name()))

@@ -174,6 +174,22 @@ public final class TrainingData {
             }
             return new Columns(labelIndex, -1, numeric.stream().mapToInt(Integer::intValue).toArray());
         }
+
+        /**
+         * Whether the named features column holds ML vectors (true) or arrays of numbers (false); any other
+         * type fails, naming the column. The one check both readers (this class's and RowBlockReader) make.
+         */
+        static boolean isMlVector(StructField field) {
+            DataType type = field.dataType();
+            if (type instanceof StructType || "vector".equals(type.typeName())) {
+                return true;
+            }
+            if (type instanceof ArrayType && ((ArrayType) type).elementType() instanceof NumericType) {
+                return false;
+            }
+            throw new IllegalArgumentException("features column '" + field.name() + "' is " + type.simpleString()
+                    + "; use an array of numbers, an ML vector, or leave --features-col out to use every numeric column");
+        }
     }
 
     private static int fieldIndex(StructType schema, String name, String what) {
@@ -235,8 +251,7 @@ public final class TrainingData {
         float[] read(Row row, long id);
 
         static FeatureReader column(int index, StructField field) {
-            DataType type = field.dataType();
-            if (type instanceof ArrayType && ((ArrayType) type).elementType() instanceof NumericType) {
+            if (!Columns.isMlVector(field)) {
                 return (row, id) -> {
                     if (row.isNullAt(index)) {
                         throw new IllegalArgumentException("row " + id + " has no features: drop or fill nulls before training");
@@ -249,17 +264,13 @@ public final class TrainingData {
                     return x;
                 };
             }
-            if (type instanceof StructType || "vector".equals(type.typeName())) {
-                return (row, id) -> {
-                    Object v = row.get(index);
-                    if (v == null) {
-                        throw new IllegalArgumentException("row " + id + " has no features: drop or fill nulls before training");
-                    }
-                    return v instanceof Row ? vector((Row) v, id) : mlVector(v);
-                };
-            }
-            throw new IllegalArgumentException("features column '" + field.name() + "' is " + type.simpleString()
-                    + "; use an array of numbers, an ML vector, or leave --features-col out to use every numeric column");
+            return (row, id) -> {
+                Object v = row.get(index);
+                if (v == null) {
+                    throw new IllegalArgumentException("row " + id + " has no features: drop or fill nulls before training");
+                }
+                return v instanceof Row ? vector((Row) v, id) : mlVector(v);
+            };
         }
 
         static FeatureReader numericColumns(int[] indices) {

@@ -55,13 +55,14 @@ final class GpuProbes implements AutoCloseable {
         long[] gaps = new long[SLOTS];
         int ngaps = 0;
         long startSum = 0;
+        long lastStart = words[Math.floorMod(lastSeq, SLOTS) * WORDS + START];
         for (long seq = lastSeq - Math.min(calls, SLOTS - 1) + 1; seq <= lastSeq; seq++) {
             int at = (int) (Math.floorMod(seq, SLOTS) * WORDS);
             if (words[at + SEQ] != seq) {
                 continue; // not a one-shot call, or overwritten
             }
             long start = words[at + START];
-            startSum += start - words[Math.floorMod(lastSeq, SLOTS) * WORDS + START];
+            startSum += start - lastStart;
             pushed += words[at + PUSHED] - start;
             peer += words[at + PEER] - start;
             header += words[at + HEADER] - start;
@@ -83,7 +84,7 @@ final class GpuProbes implements AutoCloseable {
                         + " body %.2f, end %.2f; end -> next start (median) %.2f; doorbell seen -> start %.2f; last start %d ns,"
                         + " mean start %.1f ns before it (ranks on one GPU: the difference is their skew)",
                 n, pushed / n / 1e3, peer / n / 1e3, header / n / 1e3, body / n / 1e3, end / n / 1e3,
-                median(gaps, ngaps) / 1e3, bell / n / 1e3, words[Math.floorMod(lastSeq, SLOTS) * WORDS + START],
+                median(gaps, ngaps) / 1e3, bell / n / 1e3, lastStart,
                 -(double) startSum / n);
     }
 
