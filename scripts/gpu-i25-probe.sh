@@ -2,7 +2,7 @@
 # Issue 25, the small-call breakdown in one device call (2 ranks as threads of one JVM on one H200):
 # the floors (stream memory operations among them), the build in BASE_DIR (jars only, the same
 # dependencies) and this build side by side, this build again with SPARKCCL_PROBE=1 (the GPU's own
-# stamps of every one-shot call: GpuProbes), bfloat16, 128 / 256 MB, then the gpu-tagged tests named
+# stamps of every one-shot call: GpuProbes), the stream-resident kernel on and off, bfloat16, 128 / 256 MB, then the gpu-tagged tests named
 # in SELECT (default: the collectives, stream-ordered, LL128 and cross-process tests; SELECT=all: every
 # gpu-tagged test).
 # Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]
@@ -32,10 +32,15 @@ if [ -n "$base" ]; then
   b base-float "$cpb" -- $A
 fi
 b new-float "$cpn" -- $A
+# The stream-resident kernel (auto leaves it off where two ranks share a GPU, as here), interleaved with
+# the launched stream-ordered calls above and below.
+b new-stream-resident "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
 grep "^PROBE" "$logs/bench-new-probe.log" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A
+b new-stream-resident2 "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A
+b new-stream-resident-bf16 "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A -d bfloat16
 b new-bf16 "$cpn" -- $A -d bfloat16
 b new-large "$cpn" -- -b 128M -e 256M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads --blocking-only
 echo "== JUnit $(date -u +%T)"
@@ -43,7 +48,7 @@ sel=()
 if [ "${SELECT:-}" = all ]; then
   sel=(--scan-class-path "$dev/test-classes" --include-tag gpu)
 else
-  for c in ${SELECT:-GpuCollectivesTest GpuStreamOrderedTest GpuLl128Test GpuCrossProcessTest}; do sel+=(--select-class "org.sparkccl.ipc.gpu.$c"); done
+  for c in ${SELECT:-GpuCollectivesTest GpuStreamOrderedTest GpuStreamResidentTest GpuLl128Test GpuCrossProcessTest}; do sel+=(--select-class "org.sparkccl.ipc.gpu.$c"); done
 fi
 start=$(date +%s)
 timeout "${JUNIT_TIMEOUT:-200}" "$java" "${jvm[@]}" -cp "$dev/test-classes:${cpn}$dev/junit-console.jar" org.junit.platform.console.ConsoleLauncher execute \

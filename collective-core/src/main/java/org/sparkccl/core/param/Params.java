@@ -46,6 +46,14 @@ public final class Params {
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
                     + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"
                     + " holds only one rank of the communicator, or all of its ranks share one GPU", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
+    public static final Param<String> STREAM_RESIDENT = define("STREAM_RESIDENT", "0",
+            "1 lets a second resident kernel per GPU rank take small stream-ordered one-shot all-reduces from the"
+                    + " caller's stream (one cuStreamBatchMemOp per call instead of a kernel launch; not inside a CUDA"
+                    + " graph capture, where calls are launched as before); 0 (the default: on one H200 it measured no"
+                    + " faster than launches, docs/perf/gpu-allreduce.md) launches a kernel for every call; auto: 1"
+                    + " where the blocking resident kernel is used and no process holds two ranks on one GPU (two"
+                    + " ranks' streams of one context can share a hardware queue, where one rank's wait would hold"
+                    + " its peer's doorbell)", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
     public static final Param<Boolean> PROBE = define("PROBE", false,
             "1 makes the GPU engine's one-shot all-reduces record GPU timestamps at fixed points of each call"
                     + " (start, input pushed, peer's input seen, header done, end) for GpuAllReduceBench's breakdown"

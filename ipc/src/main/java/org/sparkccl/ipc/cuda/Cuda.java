@@ -77,6 +77,22 @@ public final class Cuda {
         return RawPointer.addressOf(pointer);
     }
 
+    /** The raw handle a JCuda driver object holds (a CUstream's, say), for calls bound outside JCuda. */
+    public static long handleAddress(jcuda.NativePointerObject handle) {
+        return RawHandle.addressOf(handle);
+    }
+
+    /** Reads JCuda's protected handle field, which is all a subclass may do. */
+    private static final class RawHandle extends jcuda.NativePointerObject {
+        static long addressOf(jcuda.NativePointerObject o) {
+            return new RawHandle(o).getNativePointer();
+        }
+
+        private RawHandle(jcuda.NativePointerObject o) {
+            super(o);
+        }
+    }
+
     /** Reads JCuda's protected pointer fields, which is all a subclass may do. */
     private static final class RawPointer extends Pointer {
         static long addressOf(Pointer p) {

@@ -350,6 +350,11 @@ public final class GpuCommunicator implements Communicator {
         return launcher.residentLaunches();
     }
 
+    /** How often the stream-resident one-shot kernel was launched (0 without one), for tests. */
+    int streamResidentLaunches() {
+        return launcher.streamResidentLaunches();
+    }
+
     /** Host time of the last kernel launch call (JCuda and the driver), for benchmarks. */
     public long lastLaunchNanos() {
         return launcher.lastLaunchNanos();

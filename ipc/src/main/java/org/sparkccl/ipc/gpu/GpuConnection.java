@@ -27,6 +27,7 @@ import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
 import org.sparkccl.ipc.cuda.KernelModule;
 import org.sparkccl.ipc.cuda.PinnedHostBuffer;
+import org.sparkccl.ipc.cuda.StreamMemOps;
 
 /**
  * What one rank of a {@link GpuCommunicator} is connected with, built by {@link #connect} in one
@@ -91,6 +92,8 @@ final class GpuConnection {
     PinnedHostBuffer status;
     UnsafeBuffer statusView;
     ResidentKernel resident;
+    /** Takes small stream-ordered all-reduces without a launch (null where off, or StreamMemOps cannot bind). */
+    StreamResidentKernel streamResident;
     StreamCalls streamCalls;
     /**
      * The receive window in /dev/shm, whose name goes once the predecessor has certainly mapped it: after
@@ -315,6 +318,15 @@ final class GpuConnection {
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && residentAuto)) {
             resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
         }
+        String streamSetting = params.get(Params.STREAM_RESIDENT).trim();
+        boolean streamWanted = streamSetting.equals("1") || streamSetting.equalsIgnoreCase("auto") && !someProcessSharesAGpu;
+        if (resident != null && streamWanted) {
+            if (StreamMemOps.unavailable() == null) {
+                streamResident = own(new StreamResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
+            } else {
+                log.info(Subsys.INIT, "rank %d: stream-ordered calls are launched: %s", rank, StreamMemOps.unavailable());
+            }
+        }
         links = describeLinks(successors, receivesP2p, receivesStaged);
         log.info(Subsys.INIT, "GPU communicator on %s: %s", device.where(), links);
     }
@@ -376,7 +388,8 @@ final class GpuConnection {
                 + ": receives via "
                 + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
                 + ", sends " + via + ", " + tuner.describe()
-                + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "");
+                + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "")
+                + (streamResident != null ? " (stream-ordered calls too)" : "");
     }
 
     /** The same on every rank of this communicator, different for every other (the round carries random secrets). */

@@ -289,8 +289,30 @@ final class GpuLauncher {
         GpuPlan plan = c.tuner.plan(kind, count, type, size);
         CollectiveHeader header = new CollectiveHeader(++sequence, kind, type, op, plan.protocol, root, count);
         putArgs(header, plan, send, recv, DevCommLayout.ARG_FLAG_STREAM);
-        launch(plan, on);
+        if (viaStreamResident(plan, count * type.size(), on)) {
+            try {
+                c.streamResident.enqueue(argsView, on, this::failedOnGpu);
+            } catch (CudaException e) {
+                throw failures.failedCuda(header.describe(), e);
+            }
+        } else {
+            launch(plan, on);
+        }
         c.streamCalls.queued(header);
+    }
+
+    /**
+     * Whether this stream-ordered call goes to the stream-resident kernel: a small one-shot call, on a
+     * stream that is not being captured into a CUDA graph (a graph replays what was captured: a launch
+     * replays, a doorbell for one call does not).
+     */
+    private boolean viaStreamResident(GpuPlan plan, long bytes, CudaStream on) {
+        return c.streamResident != null && plan.oneShot && bytes <= ResidentKernel.MAX_BYTES && !on.isCapturing();
+    }
+
+    /** Whether a kernel has reported a failure in the status words (read without waiting). */
+    private boolean failedOnGpu() {
+        return c.statusView.getIntVolatile(DevCommLayout.STATUS_CODE) != DevCommLayout.CODE_OK;
     }
 
     /** Waits for the stream-ordered calls queued so far, then throws if one of them failed. */
@@ -463,6 +485,11 @@ final class GpuLauncher {
     /** How often the resident one-shot kernel was launched (0 without one). */
     int residentLaunches() {
         return c.resident == null ? 0 : c.resident.launches();
+    }
+
+    /** How often the stream-resident one-shot kernel was launched (0 without one). */
+    int streamResidentLaunches() {
+        return c.streamResident == null ? 0 : c.streamResident.launches();
     }
 
     /** Host time of the last kernel launch call (JCuda and the driver). */

@@ -92,29 +92,36 @@ final class ResidentKernel implements AutoCloseable {
         if (!running || bell.getLongVolatile(EXIT) != 0) {
             launch(rung);
         }
-        long count = args.getLong(DevCommLayout.ARG_COUNT);
-        if (count >>> 32 != 0) {
-            throw new IllegalArgumentException("the resident kernel takes counts below 2^32, not " + count);
-        }
-        int what = (args.getInt(DevCommLayout.ARG_TYPE) & 0xff) | (args.getInt(DevCommLayout.ARG_OP) & 0xff) << 8
-                | (args.getInt(DevCommLayout.ARG_PROTO) & 0xff) << 16 | (args.getInt(DevCommLayout.ARG_KIND) & 0xff) << 24;
-        put(0, args.getLong(DevCommLayout.ARG_SEND), seq);
-        put(1, args.getLong(DevCommLayout.ARG_RECV), seq);
-        put(2, count | (long) args.getInt(DevCommLayout.ARG_TICKET) << 32, seq);
-        put(3, Integer.toUnsignedLong(what) | (long) args.getInt(DevCommLayout.ARG_ROOT) << 32, seq);
+        putCall(bell, 0, args, seq);
         beforeRing = rung;
         rung = Integer.toUnsignedLong(seq);
     }
 
     /**
-     * LL line {@code line} of the doorbell: the low and high halves of {@code data}, each beside {@code flag}.
-     * Each 8-byte store is atomic; their order does not matter (the kernel takes the line only when all
-     * flags agree), and a volatile store drains them at once.
+     * Writes the call in {@code args} (CollArgs) at {@code at} as the resident kernels read it
+     * (resident.cuh, residentArgs): four LL lines - send, recv, {count, ticket}, {type | op << 8 |
+     * proto << 16 | kind << 24, root} - each 8-byte word beside {@code flag}. Each 8-byte store is atomic;
+     * their order does not matter (a kernel takes the lines only when all flags agree), and a volatile store
+     * drains them at once.
      */
-    private void put(int line, long data, int flag) {
+    static void putCall(UnsafeBuffer to, int at, ByteBuffer args, int flag) {
+        long count = args.getLong(DevCommLayout.ARG_COUNT);
+        if (count >>> 32 != 0) {
+            throw new IllegalArgumentException("the resident kernels take counts below 2^32, not " + count);
+        }
+        int what = (args.getInt(DevCommLayout.ARG_TYPE) & 0xff) | (args.getInt(DevCommLayout.ARG_OP) & 0xff) << 8
+                | (args.getInt(DevCommLayout.ARG_PROTO) & 0xff) << 16 | (args.getInt(DevCommLayout.ARG_KIND) & 0xff) << 24;
+        putLine(to, at, 0, args.getLong(DevCommLayout.ARG_SEND), flag);
+        putLine(to, at, 1, args.getLong(DevCommLayout.ARG_RECV), flag);
+        putLine(to, at, 2, count | (long) args.getInt(DevCommLayout.ARG_TICKET) << 32, flag);
+        putLine(to, at, 3, Integer.toUnsignedLong(what) | (long) args.getInt(DevCommLayout.ARG_ROOT) << 32, flag);
+    }
+
+    /** LL line {@code line} at {@code at}: the low and high halves of {@code data}, each beside {@code flag}. */
+    private static void putLine(UnsafeBuffer to, int at, int line, long data, int flag) {
         long f = (long) flag << 32;
-        bell.putLong(16 * line, (data & 0xffffffffL) | f);
-        bell.putLongVolatile(16 * line + 8, (data >>> 32) | f);
+        to.putLong(at + 16 * line, (data & 0xffffffffL) | f);
+        to.putLongVolatile(at + 16 * line + 8, (data >>> 32) | f);
     }
 
     /**
@@ -160,7 +167,7 @@ final class ResidentKernel implements AutoCloseable {
         try {
             if (running) {
                 for (int line = 0; line < LINES; line++) {
-                    put(line, 0, STOP);
+                    putLine(bell, 0, line, 0, STOP);
                 }
                 stream.synchronize();
             }

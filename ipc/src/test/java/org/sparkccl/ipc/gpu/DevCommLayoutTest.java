@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
  */
 class DevCommLayoutTest {
     private static final Path KERNELS = Path.of("src/main/cuda/dev_comm.cuh");
+    private static final Path RESIDENT = Path.of("src/main/cuda/resident.cuh");
 
     @Test
     void collArgsOffsetsMatchTheKernels() throws IOException {
@@ -74,9 +75,36 @@ class DevCommLayoutTest {
         assertEquals(DevCommLayout.ARG_FLAG_STREAM, enumValue(src, "ARG_FLAG_STREAM"));
     }
 
+    @Test
+    void streamResidentLayoutMatchesTheKernel() throws IOException {
+        String src = source(RESIDENT);
+        assertEquals(StreamResidentKernel.RING_SLOTS, enumValue(src, "STREAM_RING_SLOTS"));
+        assertEquals(StreamResidentKernel.CTL_PUBLISHED, enumValue(src, "CTL_PUBLISHED"));
+        assertEquals(StreamResidentKernel.CTL_STOP, enumValue(src, "CTL_STOP"));
+        assertEquals(StreamResidentKernel.CTL_EXIT, enumValue(src, "CTL_EXIT"));
+        assertEquals(StreamResidentKernel.CTL_CONSUMED, enumValue(src, "CTL_CONSUMED"));
+        assertEquals(StreamResidentKernel.EXIT_DECIDING, enumValue(src, "EXIT_DECIDING"));
+        assertEquals(StreamResidentKernel.EXIT_ENDED, enumValue(src, "EXIT_ENDED"));
+        Map<String, Integer> offsets = new LinkedHashMap<>();
+        assertEquals(StreamResidentKernel.PARAM_BYTES, structOffsets(src, "StreamResidentArgs", offsets));
+        Map<String, Integer> want = new LinkedHashMap<>();
+        want.put("comm", StreamResidentKernel.PARAM_COMM);
+        want.put("ring", StreamResidentKernel.PARAM_RING);
+        want.put("control", StreamResidentKernel.PARAM_CONTROL);
+        want.put("bell", StreamResidentKernel.PARAM_BELL);
+        want.put("done", StreamResidentKernel.PARAM_DONE);
+        want.put("lastSeq", StreamResidentKernel.PARAM_LAST_SEQ);
+        want.put("idleNs", StreamResidentKernel.PARAM_IDLE_NS);
+        want.forEach((field, offset) -> assertEquals(offset, offsets.get(field), "StreamResidentArgs." + field));
+    }
+
     private static String source() throws IOException {
-        assertTrue(Files.exists(KERNELS), "run from the ipc module: " + KERNELS.toAbsolutePath());
-        return Files.readString(KERNELS);
+        return source(KERNELS);
+    }
+
+    private static String source(Path file) throws IOException {
+        assertTrue(Files.exists(file), "run from the ipc module: " + file.toAbsolutePath());
+        return Files.readString(file);
     }
 
     private static int enumValue(String src, String name) {

@@ -17,6 +17,7 @@ import org.sparkccl.core.CclException;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.param.Params;
 import org.sparkccl.ipc.cuda.CudaGraph;
 import org.sparkccl.ipc.cuda.CudaStream;
 import org.sparkccl.ipc.cuda.DeviceBuffer;
@@ -30,11 +31,16 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 class GpuStreamOrderedTest {
     private static final long[] COUNTS = {1, 7, 1023, 65537, (1L << 20) + 3};
 
+    /** The settings of every test here, with {@code keyValues} on top (GpuStreamResidentTest adds its own). */
+    Params params(String... keyValues) {
+        return GpuTestSupport.params(keyValues);
+    }
+
     @Test
     void everyTypeAndOpStreamOrdered() throws Exception {
         GpuTestSupport.assumeGpus(1);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params(), comm -> {
             try (CudaStream user = new CudaStream(comm.device(), "test stream")) {
                 int k = 0;
                 for (DataType type : DataType.values()) {
@@ -63,7 +69,7 @@ class GpuStreamOrderedTest {
         long[] counts = {3, 40_001, (1L << 20) + 1};
         int rounds = 60;
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params(), comm -> {
             DeviceBuffer buf = GpuTestSupport.Buffers.of().a;
             long[] offsets = {0, 64, 64 + 8 * 40_064};
             long total = offsets[2] + 8 * counts[2];
@@ -119,7 +125,7 @@ class GpuStreamOrderedTest {
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         // Instantiating a graph may wait for the GPU, so for a peer's kernel: no rank replays before both have one.
         java.util.concurrent.CyclicBarrier instantiated = new java.util.concurrent.CyclicBarrier(2);
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params(), comm -> {
             DeviceBuffer a = GpuTestSupport.Buffers.of().a;
             DeviceBuffer b = GpuTestSupport.Buffers.of().b;
             Call[] calls = {
@@ -171,7 +177,7 @@ class GpuStreamOrderedTest {
     void otherCollectivesStreamOrdered() throws Exception {
         GpuTestSupport.assumeGpus(1);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params(), comm -> {
             int n = comm.size();
             int r = comm.rank();
             DataType type = DataType.FLOAT32;
@@ -235,7 +241,7 @@ class GpuStreamOrderedTest {
     void aMismatchFailsOnBothRanks() throws Exception {
         GpuTestSupport.assumeGpus(1);
         List<String> messages = Collections.synchronizedList(new ArrayList<>());
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params("SPARKCCL_TIMEOUT_MS", "20000"), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params("SPARKCCL_TIMEOUT_MS", "20000"), comm -> {
             DeviceBuffer b = GpuTestSupport.Buffers.of().a;
             try (CudaStream user = new CudaStream(comm.device(), "test stream")) {
                 comm.allReduce(b.address(), b.address(), 100, DataType.FLOAT32, ReduceOp.SUM, user); // agreed
@@ -261,7 +267,7 @@ class GpuStreamOrderedTest {
     @Test
     void closeAfterStreamCallsLeavesNothing() throws Exception {
         GpuTestSupport.assumeGpus(1);
-        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), GpuTestSupport.params(), comm -> {
+        GpuTestSupport.runRanks(2, GpuTestSupport.gpus(), params(), comm -> {
             DeviceBuffer b = GpuTestSupport.Buffers.of().a;
             try (CudaStream user = new CudaStream(comm.device(), "test stream")) {
                 for (int i = 0; i < 20; i++) {
