@@ -111,8 +111,9 @@ public final class Params {
                     + " SPARKCCL_WARMUP_MS is spent (docs/perf/cpu-allreduce-notes.md); 0 none. Must be the same on"
                     + " every rank", Integer::parseInt);
     public static final Param<Long> WARMUP_MS = define("WARMUP_MS", 500L,
-            "milliseconds after which the communicator's warm-up (SPARKCCL_WARMUP_CALLS) stops at the end of its"
-                    + " round, as rank 0 times it; every rank follows rank 0", Long::parseLong);
+            "milliseconds after which a rank wants no further round of the communicator's warm-up"
+                    + " (SPARKCCL_WARMUP_CALLS), by its own clock; the ranks go on while any of them wants to",
+            Long::parseLong);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,

@@ -209,6 +209,9 @@ public final class WarmUp {
         }
 
         String describe() {
+            if (firstMedian < 0) {
+                return "calls at the maximum"; // no round ended in a verdict
+            }
             return (reason.isEmpty() ? "calls at the maximum" : reason) + String.format(java.util.Locale.ROOT,
                     ", median call %.2f us in the first round, %.2f us in the last", firstMedian / 1e3, lastMedian / 1e3);
         }
