@@ -104,7 +104,7 @@ public final class SocketCommunicator implements Communicator {
         SocketCommunicator comm = new SocketCommunicator(pos, group, new CclLog(myGlobalRank, params));
         try {
             comm.connect(listener, all, myGlobalRank, tag, params, cancelled);
-            WarmUp.run(comm, params.get(Params.WARMUP_CALLS));
+            WarmUp.run(comm, params, comm.log);
             return comm;
         } catch (RuntimeException e) {
             comm.close();

@@ -112,10 +112,16 @@ public final class Params {
     public static final Param<Integer> SPINS_BEFORE_YIELD = define("SPINS_BEFORE_YIELD", 2000,
             "busy-wait polls before a waiting rank starts to yield its core (host engine, unset: 20 where"
                     + " the host's ranks outnumber its cores)", Integer::parseInt);
-    public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 256,
-            "small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it is built, so that a job's"
-                    + " first calls do not pay for class loading and the interpreter (docs/perf/cpu-allreduce-notes.md);"
-                    + " 0 none. Must be the same on every rank", Integer::parseInt);
+    public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 20_000,
+            "most small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it"
+                    + " is built, so that a job's first calls run C2's code, not the interpreter's or C1's: rounds of 256"
+                    + " until past the JVM's C2 threshold and the calls have stopped getting faster, or"
+                    + " SPARKCCL_WARMUP_MS is spent (docs/perf/cpu-allreduce-notes.md); 0 none. Must be the same on"
+                    + " every rank", Integer::parseInt);
+    public static final Param<Long> WARMUP_MS = define("WARMUP_MS", 500L,
+            "milliseconds after which a rank wants no further round of the communicator's warm-up"
+                    + " (SPARKCCL_WARMUP_CALLS), by its own clock; the ranks go on while any of them wants to",
+            Long::parseLong);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,

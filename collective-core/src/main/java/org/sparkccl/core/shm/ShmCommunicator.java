@@ -151,7 +151,7 @@ public final class ShmCommunicator implements Communicator {
         ShmCommunicator comm = new ShmCommunicator(bootstrap, transports, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);
-            WarmUp.run(comm, params.get(Params.WARMUP_CALLS));
+            WarmUp.run(comm, params, comm.log);
             return comm;
         } catch (RuntimeException e) {
             comm.abort(e);
