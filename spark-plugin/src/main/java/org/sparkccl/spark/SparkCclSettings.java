@@ -21,6 +21,12 @@ public final class SparkCclSettings {
     public static final Param<Boolean> ALLOW_SHARED_GPU = Params.define("ALLOW_SHARED_GPU", false,
             "1 lets two ranks of a barrier stage use one GPU (tests, small GPUs); by default each rank needs its own",
             Params::parseBoolean);
+    public static final Param<String> BOOTSTRAP = Params.define("BOOTSTRAP", "auto",
+            "how the ranks of a barrier stage meet to build their communicator: host (a directory in /dev/shm of"
+                    + " their one machine: milliseconds; every task of the stage must run on one host), spark"
+                    + " (BarrierTaskContext.allGather: about a second, any placement) or auto (host where every task"
+                    + " of the stage runs on one host, spark otherwise)",
+            s -> Params.oneOfIgnoringCase(s, "auto", "spark", "host"));
 
     private SparkCclSettings() {
     }

@@ -278,8 +278,8 @@ public final class Params {
         return Long.parseLong(t.trim()) * mul;
     }
 
-    /** The allowed spelling of {@code s}, whatever its case. */
-    private static String oneOfIgnoringCase(String s, String... allowed) {
+    /** The allowed spelling of {@code s}, whatever its case: a parser for parameters with a few named values. */
+    public static String oneOfIgnoringCase(String s, String... allowed) {
         for (String a : allowed) {
             if (a.equalsIgnoreCase(s.trim())) {
                 return a;
