@@ -131,7 +131,8 @@ public final class SparkCcl {
     private static TaskCommunicator build(BarrierTaskContext context) {
         long startNs = System.nanoTime();
         SparkEnv env = SparkEnv.get();
-        Params params = SparkCclSettings.withExecutorSocketAddress(SparkCclSettings.forCurrentProcess(),
+        Params params = SparkCclSettings.withExecutorSocketAddress(
+                SparkCclSettings.withJobProperties(SparkCclSettings.forCurrentProcess(), context),
                 env.blockManager().blockManagerId().host());
         int rank = context.partitionId();
         int size = context.numPartitions();

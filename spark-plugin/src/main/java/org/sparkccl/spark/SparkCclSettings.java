@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.sparkccl.core.param.Param;
 import org.sparkccl.core.param.Params;
 import scala.Tuple2;
@@ -67,6 +68,23 @@ public final class SparkCclSettings {
             return params;
         }
         return params.withOverrides(Map.of(Params.SOCKET_ADDRESS.envName(), executorHost));
+    }
+
+    /**
+     * {@code params} with the {@code spark.sparkccl.*} local properties of the task's job applied
+     * ({@code SparkContext.setLocalProperty} on the driver thread that submits it): settings for the
+     * stages of one job, e.g. the bootstrap of one fit, where Spark conf holds one value for the whole
+     * application. Every task of a stage sees the same properties, so the ranks still agree.
+     */
+    public static Params withJobProperties(Params params, TaskContext context) {
+        Map<String, String> set = new LinkedHashMap<>();
+        for (Param<?> p : Params.all()) {
+            String value = context.getLocalProperty(p.sparkConfKey());
+            if (value != null) {
+                set.put(p.sparkConfKey(), value);
+            }
+        }
+        return set.isEmpty() ? params : params.withOverrides(set);
     }
 
     /**

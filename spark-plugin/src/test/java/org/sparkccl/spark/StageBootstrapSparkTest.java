@@ -40,6 +40,20 @@ class StageBootstrapSparkTest {
     }
 
     @Test
+    void aJobPropertyChoosesTheBootstrapOfThatJobOnly() {
+        SparkSession spark = SparkSession.builder().config(SparkTestSupport.localConf(RANKS, "sparkccl-bootstrap-job"))
+                .getOrCreate();
+        try {
+            spark.sparkContext().setLocalProperty("spark.sparkccl.bootstrap", "spark");
+            assertEquals(Collections.nCopies(RANKS, "SPARK"), kinds(buildAll(spark)));
+            spark.sparkContext().setLocalProperty("spark.sparkccl.bootstrap", null);
+            assertEquals(Collections.nCopies(RANKS, "HOST"), kinds(buildAll(spark)));
+        } finally {
+            spark.stop();
+        }
+    }
+
+    @Test
     void sparkMakesEveryStageGoThroughAllGather() {
         List<String> seen = buildAll(SparkTestSupport.localConf(RANKS, "sparkccl-bootstrap-spark")
                 .set("spark.sparkccl.bootstrap", "spark"));
@@ -53,16 +67,23 @@ class StageBootstrapSparkTest {
         SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
         try {
             lastAppId = spark.sparkContext().applicationId();
-            JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-            return SparkCclJobs.barrierMapPartitions(
-                    jsc.parallelize(IntStream.range(0, RANKS).boxed().collect(Collectors.toList()), RANKS), rows -> {
-                        Communicator comm = SparkCcl.communicator();
-                        comm.barrier();
-                        return Collections.singletonList(SparkCcl.bootstrapKind() + " " + SparkCcl.buildMillis())
-                                .iterator();
-                    }).collect();
+            return buildAll(spark);
         } finally {
             spark.stop();
         }
+    }
+
+    private static List<String> buildAll(SparkSession spark) {
+        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        return SparkCclJobs.barrierMapPartitions(
+                jsc.parallelize(IntStream.range(0, RANKS).boxed().collect(Collectors.toList()), RANKS), rows -> {
+                    Communicator comm = SparkCcl.communicator();
+                    comm.barrier();
+                    return Collections.singletonList(SparkCcl.bootstrapKind() + " " + SparkCcl.buildMillis()).iterator();
+                }).collect();
+    }
+
+    private static List<String> kinds(List<String> seen) {
+        return seen.stream().map(s -> s.split(" ")[0]).collect(Collectors.toList());
     }
 }
