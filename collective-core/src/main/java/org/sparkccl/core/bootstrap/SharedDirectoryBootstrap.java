@@ -66,8 +66,6 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
     /** Bytes 'S','C','B','D' first in every round file. */
     static final WireFormat FORMAT = WireFormat.sealed("shared-directory bootstrap file", 0x53434244, 1);
     private static final Pattern KEY = Pattern.compile("[A-Za-z0-9._-]+");
-    private static final byte KIND_ALL_GATHER = 1;
-    private static final byte KIND_BARRIER = 2;
     /** Few spins: each poll is a stat() per missing file, and peers usually arrive within milliseconds. */
     private static final int SPINS = 100;
     private static final long MIN_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(10);
@@ -151,12 +149,12 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
 
     @Override
     public byte[][] allGather(byte[] mine) {
-        return call(KIND_ALL_GATHER, Objects.requireNonNull(mine, "mine"));
+        return call(BootstrapCall.ALL_GATHER, Objects.requireNonNull(mine, "mine"));
     }
 
     @Override
     public void barrier() {
-        call(KIND_BARRIER, new byte[0]);
+        call(BootstrapCall.BARRIER, new byte[0]);
     }
 
     /** Says this rank is done; the last rank to close removes the directory. Idempotent. */
@@ -326,9 +324,9 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
         return "SharedDirectoryBootstrap rank " + rank + " of " + size;
     }
 
+    /** Round {@code r} (from 0) is call number r + 1, as TcpBootstrap counts its calls. */
     private static String describe(byte kind, int r) {
-        String name = kind == KIND_ALL_GATHER ? "allGather" : kind == KIND_BARRIER ? "barrier" : "call kind " + kind;
-        return name + " (round " + r + ")";
+        return BootstrapCall.describe(kind, r + 1);
     }
 
     @Override
