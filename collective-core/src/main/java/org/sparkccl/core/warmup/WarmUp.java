@@ -1,5 +1,7 @@
 package org.sparkccl.core.warmup;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.agrona.UnsafeApi;
 import org.sparkccl.core.Communicator;
 import org.sparkccl.core.DataType;
@@ -29,7 +31,20 @@ public final class WarmUp {
     private static final long[] COUNTS = {1, 16, 256, 2048};
     private static final long SCRATCH_BYTES = 2 * COUNTS[COUNTS.length - 1] * Float.BYTES;
 
+    /** The communicator classes whose warm-up has run to the end in this JVM: their small path is compiled. */
+    private static final Set<Class<?>> WARMED = ConcurrentHashMap.newKeySet();
+
     private WarmUp() {
+    }
+
+    /**
+     * Whether a communicator of {@code engine}'s class has run its warm-up in this JVM: the JIT's code
+     * belongs to the JVM, so a later communicator there (a later fit, the next stage) gains nothing
+     * from another one. Engines tell it in their bootstrap round and skip the warm-up only where every
+     * rank says so, so that the ranks still make the same calls.
+     */
+    public static boolean doneInThisJvm(Class<? extends Communicator> engine) {
+        return WARMED.contains(engine);
     }
 
     /** Makes {@code calls} all-reduces on {@code comm}. Collective: every rank with the same {@code calls}. */
@@ -46,5 +61,6 @@ public final class WarmUp {
                 comm.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
             }
         }
+        WARMED.add(comm.getClass());
     }
 }
