@@ -107,7 +107,8 @@ public final class Params {
     public static final Param<Integer> WARMUP_CALLS = define("WARMUP_CALLS", 256,
             "small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it is built, so that a job's"
                     + " first calls do not pay for class loading and the interpreter (docs/perf/cpu-allreduce-notes.md);"
-                    + " 0 none. Must be the same on every rank", Integer::parseInt);
+                    + " 0 none; a shared-memory communicator whose ranks' JVMs have all run one before skips it."
+                    + " Must be the same on every rank", Integer::parseInt);
     public static final Param<Long> TIMEOUT_MS = define("TIMEOUT_MS", 600_000L,
             "milliseconds a collective may wait on a peer before it fails", Long::parseLong);
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,
