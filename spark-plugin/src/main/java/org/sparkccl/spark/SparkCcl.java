@@ -1,6 +1,7 @@
 package org.sparkccl.spark;
 
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.BarrierTaskContext;
@@ -21,7 +22,7 @@ import org.sparkccl.core.transport.HostIdentity;
  * The entry point inside a barrier task:
  *
  * <pre>{@code
- * Communicator comm = SparkCcl.communicator();   // once per task; costs one allGather round
+ * Communicator comm = SparkCcl.communicator();   // once per task; costs one bootstrap round
  * for (...) { gradients.allReduce(comm, ReduceOp.SUM); }
  * }</pre>
  *
@@ -43,11 +44,16 @@ public final class SparkCcl {
         final MeteredCommunicator communicator;
         final PlacementBootstrap bootstrap;
         final GpuBinding gpu;
+        final StageBootstrap.Kind bootstrapKind;
+        final long buildMillis;
 
-        TaskCommunicator(MeteredCommunicator communicator, PlacementBootstrap bootstrap, GpuBinding gpu) {
+        TaskCommunicator(MeteredCommunicator communicator, PlacementBootstrap bootstrap, GpuBinding gpu,
+                         StageBootstrap.Kind bootstrapKind, long buildMillis) {
             this.communicator = communicator;
             this.bootstrap = bootstrap;
             this.gpu = gpu;
+            this.bootstrapKind = bootstrapKind;
+            this.buildMillis = buildMillis;
         }
     }
 
@@ -71,6 +77,16 @@ public final class SparkCcl {
     /** The GPU the current task's communicator is bound to. */
     public static GpuBinding gpu() {
         return current("SparkCcl.gpu()").gpu;
+    }
+
+    /** The bootstrap the current task's communicator was built through (see {@link SparkCclSettings#BOOTSTRAP}). */
+    public static StageBootstrap.Kind bootstrapKind() {
+        return current("SparkCcl.bootstrapKind()").bootstrapKind;
+    }
+
+    /** Milliseconds that building the current task's communicator took, bootstrap round included. */
+    public static long buildMillis() {
+        return current("SparkCcl.buildMillis()").buildMillis;
     }
 
     /** Communicators of tasks still running in this JVM (the executor plugin closes them at shutdown). */
@@ -113,8 +129,10 @@ public final class SparkCcl {
     }
 
     private static TaskCommunicator build(BarrierTaskContext context) {
+        long startNs = System.nanoTime();
         SparkEnv env = SparkEnv.get();
-        Params params = SparkCclSettings.withExecutorSocketAddress(SparkCclSettings.forCurrentProcess(),
+        Params params = SparkCclSettings.withExecutorSocketAddress(
+                SparkCclSettings.withJobProperties(SparkCclSettings.forCurrentProcess(), context),
                 env.blockManager().blockManagerId().host());
         int rank = context.partitionId();
         int size = context.numPartitions();
@@ -131,18 +149,27 @@ public final class SparkCcl {
         Engines.Kind engineKind = Engines.choose(rank, gpu.hasGpu(), params);
         TaskPlacement mine = new TaskPlacement(rank, env.executorId(), HostIdentity.hostId(params), HostIdentity.pid(), gpu,
                 engineKind.name());
-        PlacementBootstrap bootstrap = new PlacementBootstrap(new BarrierBootstrap(context), mine,
-                params.get(SparkCclSettings.ALLOW_SHARED_GPU));
+        // Every rank reads the same task addresses, so every rank picks the same bootstrap with no round trip.
+        StageBootstrap.Kind bootstrapKind = StageBootstrap.decide(params.get(SparkCclSettings.BOOTSTRAP),
+                StageBootstrap.taskAddresses(context));
         // Read on the task's thread, where the Spark task that runs this stage is on the stack.
         StageRetry stage = StageRetry.of(context);
         // A killed barrier task is not interrupted by Spark (only marked): the engine polls this while it waits.
         Communicator engine;
+        PlacementBootstrap bootstrap = new PlacementBootstrap(StageBootstrap.open(bootstrapKind, context,
+                env.conf().getAppId(), params, context::isInterrupted), mine,
+                params.get(SparkCclSettings.ALLOW_SHARED_GPU));
         try {
             engine = Engines.create(engineKind, bootstrap, gpu.hasGpu() ? gpu.ordinal() : -1, params,
                     context::isInterrupted);
         } catch (PeerFailedException e) {
             throw stage.explain(e);
+        } finally {
+            // The engines make their rounds while they are built and keep no bootstrap: it can go now (the
+            // host bootstrap's last rank out removes its directory).
+            bootstrap.close();
         }
+        long buildMillis = (System.nanoTime() - startNs) / 1_000_000;
         MeteredCommunicator communicator = new MeteredCommunicator(engine, stage);
         long attempt = context.taskAttemptId();
         // Runs before the completion listener below: a task that fails or is killed between collectives
@@ -165,8 +192,9 @@ public final class SparkCcl {
                 }
             }
         });
-        LOG.info("sparkccl rank {} of {} ready on {}; {} (stage {} attempt {}, {}; {} memory)", rank, size, mine,
-                engine.layout(), context.stageId(), context.stageAttemptNumber(), stage, engine.memoryKind());
-        return new TaskCommunicator(communicator, bootstrap, gpu);
+        LOG.info("sparkccl rank {} of {} ready on {}; {} (stage {} attempt {}, {}; {} memory; built in {} ms through"
+                + " the {} bootstrap)", rank, size, mine, engine.layout(), context.stageId(), context.stageAttemptNumber(),
+                stage, engine.memoryKind(), buildMillis, bootstrapKind.name().toLowerCase(Locale.ROOT));
+        return new TaskCommunicator(communicator, bootstrap, gpu, bootstrapKind, buildMillis);
     }
 }

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.sparkccl.core.param.Param;
 import org.sparkccl.core.param.Params;
 import scala.Tuple2;
@@ -21,6 +22,12 @@ public final class SparkCclSettings {
     public static final Param<Boolean> ALLOW_SHARED_GPU = Params.define("ALLOW_SHARED_GPU", false,
             "1 lets two ranks of a barrier stage use one GPU (tests, small GPUs); by default each rank needs its own",
             Params::parseBoolean);
+    public static final Param<String> BOOTSTRAP = Params.define("BOOTSTRAP", "auto",
+            "how the ranks of a barrier stage meet to build their communicator: host (a directory in /dev/shm of"
+                    + " their one machine: milliseconds; every task of the stage must run on one host), spark"
+                    + " (BarrierTaskContext.allGather: about a second, any placement) or auto (host where every task"
+                    + " of the stage runs on one host, spark otherwise)",
+            s -> Params.oneOfIgnoringCase(s, "auto", "spark", "host"));
 
     private SparkCclSettings() {
     }
@@ -61,6 +68,23 @@ public final class SparkCclSettings {
             return params;
         }
         return params.withOverrides(Map.of(Params.SOCKET_ADDRESS.envName(), executorHost));
+    }
+
+    /**
+     * {@code params} with the {@code spark.sparkccl.*} local properties of the task's job applied
+     * ({@code SparkContext.setLocalProperty} on the driver thread that submits it): settings for the
+     * stages of one job, e.g. the bootstrap of one fit, where Spark conf holds one value for the whole
+     * application. Every task of a stage sees the same properties, so the ranks still agree.
+     */
+    public static Params withJobProperties(Params params, TaskContext context) {
+        Map<String, String> set = new LinkedHashMap<>();
+        for (Param<?> p : Params.all()) {
+            String value = context.getLocalProperty(p.sparkConfKey());
+            if (value != null) {
+                set.put(p.sparkConfKey(), value);
+            }
+        }
+        return set.isEmpty() ? params : params.withOverrides(set);
     }
 
     /**

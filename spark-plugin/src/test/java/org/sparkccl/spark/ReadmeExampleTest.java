@@ -31,7 +31,7 @@ class ReadmeExampleTest {
         // README begin
         JavaRDD<Integer> ranks = jsc.parallelize(List.of(0, 1, 2, 3), 4);   // one partition per rank
         List<Float> firsts = SparkCclJobs.barrierMapPartitions(ranks, partition -> {
-            Communicator comm = SparkCcl.communicator();                   // once per task (one allGather)
+            Communicator comm = SparkCcl.communicator();                   // once per task (one bootstrap round)
             TensorLayout layout = TensorLayout.builder().add("w", 1000, 10).add("b", 10).build();
             try (BufferAllocator allocator = new RootAllocator();
                  GradientBuffer grads = GradientBuffer.allocate(allocator, layout)) {

@@ -52,8 +52,6 @@ public final class TcpBootstrap implements Bootstrap {
     static final int MAX_FRAME_BYTES = 1 << 30;
     /** Rank and size (4 bytes each) and the job token (writeUTF: at most 2 + 65535 bytes). */
     private static final int MAX_HELLO_BYTES = 8 + 2 + 65535;
-    private static final byte KIND_ALL_GATHER = 1;
-    private static final byte KIND_BARRIER = 2;
     private static final byte STATUS_OK = 0;
     private static final byte STATUS_ERROR = 1;
     /** A connection that says nothing this long after connecting is dropped, so it cannot stall the rendezvous. */
@@ -134,12 +132,12 @@ public final class TcpBootstrap implements Bootstrap {
 
     @Override
     public byte[][] allGather(byte[] mine) {
-        return call(KIND_ALL_GATHER, Objects.requireNonNull(mine, "mine"));
+        return call(BootstrapCall.ALL_GATHER, Objects.requireNonNull(mine, "mine"));
     }
 
     @Override
     public void barrier() {
-        call(KIND_BARRIER, new byte[0]);
+        call(BootstrapCall.BARRIER, new byte[0]);
     }
 
     @Override
@@ -181,13 +179,13 @@ public final class TcpBootstrap implements Bootstrap {
                 int theirSequence = in.readInt();
                 byte[] data = FORMAT.read(in, MAX_FRAME_BYTES, "rank " + r);
                 if (theirKind != kind || theirSequence != sequence) {
-                    throw failAll(who() + ": bootstrap calls differ across ranks: rank 0 is in " + describe(kind, sequence)
-                            + " but rank " + r + " is in " + describe(theirKind, theirSequence)
+                    throw failAll(who() + ": bootstrap calls differ across ranks: rank 0 is in " + BootstrapCall.describe(kind, sequence)
+                            + " but rank " + r + " is in " + BootstrapCall.describe(theirKind, theirSequence)
                             + "; every rank must make the same bootstrap calls in the same order");
                 }
                 all[r] = data;
             } catch (SocketTimeoutException e) {
-                throw failAll(who() + ": rank " + r + " did not reach " + describe(kind, sequence) + " within "
+                throw failAll(who() + ": rank " + r + " did not reach " + BootstrapCall.describe(kind, sequence) + " within "
                         + timeoutMs + " ms; it may be stuck, slow, or making different calls");
             } catch (WireFormatException e) {
                 throw failAll(who() + ": " + e.getMessage());
@@ -223,7 +221,7 @@ public final class TcpBootstrap implements Bootstrap {
             DataInputStream in = root.inputWithin(System.currentTimeMillis() + timeoutMs + ANSWER_GRACE_MS);
             byte status = in.readByte();
             if (status == STATUS_ERROR) {
-                throw new CclException(who() + ": " + describe(kind, sequence) + " failed: " + in.readUTF());
+                throw new CclException(who() + ": " + BootstrapCall.describe(kind, sequence) + " failed: " + in.readUTF());
             }
             if (status != STATUS_OK) {
                 throw new CclException(who() + ": damaged answer from rank 0 (status " + status + ")");
@@ -232,7 +230,7 @@ public final class TcpBootstrap implements Bootstrap {
             int n = in.readInt();
             if (theirSequence != sequence || n != size) {
                 throw new CclException(who() + ": rank 0 answered call #" + theirSequence + " with " + n
-                        + " parts while this rank is in " + describe(kind, sequence));
+                        + " parts while this rank is in " + BootstrapCall.describe(kind, sequence));
             }
             byte[][] all = new byte[size][];
             for (int r = 0; r < size; r++) {
@@ -242,7 +240,7 @@ public final class TcpBootstrap implements Bootstrap {
         } catch (WireFormatException e) {
             throw new CclException(who() + ": " + e.getMessage(), e);
         } catch (SocketTimeoutException e) {
-            throw new CclException(who() + ": no answer from rank 0 to " + describe(kind, sequence) + " within "
+            throw new CclException(who() + ": no answer from rank 0 to " + BootstrapCall.describe(kind, sequence) + " within "
                     + (timeoutMs + ANSWER_GRACE_MS) + " ms; rank 0 may be stuck");
         } catch (IOException e) {
             throw new CclException(lostRank(0, kind, sequence, e), e);
@@ -260,19 +258,14 @@ public final class TcpBootstrap implements Bootstrap {
     private String lostRank(int peer, byte kind, int sequence, IOException e) {
         String what = peer == 0 ? "rank 0 (the rendezvous)" : "rank " + peer;
         if (closed) {
-            return who() + ": the bootstrap was closed during " + describe(kind, sequence);
+            return who() + ": the bootstrap was closed during " + BootstrapCall.describe(kind, sequence);
         }
-        return who() + ": " + what + " closed its bootstrap connection during " + describe(kind, sequence)
+        return who() + ": " + what + " closed its bootstrap connection during " + BootstrapCall.describe(kind, sequence)
                 + " (did the process die?)" + (e instanceof EOFException ? "" : ": " + e);
     }
 
     private String who() {
         return "TcpBootstrap rank " + rank + " of " + size;
-    }
-
-    private static String describe(byte kind, int sequence) {
-        String name = kind == KIND_ALL_GATHER ? "allGather" : kind == KIND_BARRIER ? "barrier" : "call kind " + kind;
-        return name + " #" + sequence;
     }
 
     private static void checkGroup(int rank, int size) {

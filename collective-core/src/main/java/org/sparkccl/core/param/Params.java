@@ -116,8 +116,8 @@ public final class Params {
             "most small all-reduces (4 B to 8 KB) every rank of a shared-memory or socket communicator makes when it"
                     + " is built, so that a job's first calls run C2's code, not the interpreter's or C1's: rounds of 256"
                     + " until past the JVM's C2 threshold and the calls have stopped getting faster, or"
-                    + " SPARKCCL_WARMUP_MS is spent (docs/perf/cpu-allreduce-notes.md); 0 none. Must be the same on"
-                    + " every rank", Integer::parseInt);
+                    + " SPARKCCL_WARMUP_MS is spent (docs/perf/cpu-allreduce-notes.md); 0 none; a shared-memory communicator"
+                    + " whose ranks' JVMs have all run one before skips it. Must be the same on every rank", Integer::parseInt);
     public static final Param<Long> WARMUP_MS = define("WARMUP_MS", 500L,
             "milliseconds after which a rank wants no further round of the communicator's warm-up"
                     + " (SPARKCCL_WARMUP_CALLS), by its own clock; the ranks go on while any of them wants to",
@@ -292,8 +292,8 @@ public final class Params {
         return Long.parseLong(t.trim()) * mul;
     }
 
-    /** The allowed spelling of {@code s}, whatever its case. */
-    private static String oneOfIgnoringCase(String s, String... allowed) {
+    /** The allowed spelling of {@code s}, whatever its case: a parser for parameters with a few named values. */
+    public static String oneOfIgnoringCase(String s, String... allowed) {
         for (String a : allowed) {
             if (a.equalsIgnoreCase(s.trim())) {
                 return a;

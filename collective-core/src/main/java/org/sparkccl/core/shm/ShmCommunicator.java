@@ -69,6 +69,8 @@ public final class ShmCommunicator implements Communicator {
     static final String ENTRY_LAYOUT = "host.layout";
     /** Sent instead of a region by a rank that could not create its memory: why. */
     static final String ENTRY_ERROR = "host.error";
+    /** Present where this rank's JVM has warmed a ShmCommunicator up already (WarmUp.doneInThisJvm). */
+    static final String ENTRY_WARM = "host.warm";
     private static final long CHANNEL_ALIGN_BYTES = 64;
     /** Busy-wait polls before yielding when ranks outnumber cores: see {@link #spinsBeforeYield}. */
     static final int OVERSUBSCRIBED_SPINS = 20;
@@ -93,6 +95,8 @@ public final class ShmCommunicator implements Communicator {
     private int sequence;
     private String brokenBy;
     private boolean closed;
+    /** Every rank's JVM has run the warm-up before: this communicator skips it (decided from the bootstrap round). */
+    private boolean everyRankWarm;
     /** Watches the peers' control blocks; null until connected (and for a single rank). */
     private PeerMonitor monitor;
 
@@ -151,13 +155,20 @@ public final class ShmCommunicator implements Communicator {
         ShmCommunicator comm = new ShmCommunicator(bootstrap, transports, params);
         try {
             comm.connect(bootstrap, transports, params, cancelled);
-            WarmUp.run(comm, params, comm.log);
+            if (!comm.everyRankWarm) {
+                WarmUp.run(comm, params, comm.log);
+            }
             return comm;
         } catch (RuntimeException e) {
             comm.abort(e);
             comm.close();
             throw e;
         }
+    }
+
+    /** Whether this communicator skipped its warm-up because every rank's JVM had run one (tests). */
+    boolean skippedWarmUp() {
+        return everyRankWarm;
     }
 
     private void connect(Bootstrap bootstrap, List<MemoryTransport> transports, Params params, BooleanSupplier cancelled) {
@@ -198,6 +209,9 @@ public final class ShmCommunicator implements Communicator {
 
         if (size > 1) {
             me = ShmRingFacts.describe(me, params, log);
+            if (WarmUp.doneInThisJvm(ShmCommunicator.class)) {
+                me = me.withEntry(ENTRY_WARM, new byte[] {1});
+            }
             exposingName = exposing.name();
             layoutText = "one host: " + size + " ranks, " + exposingName;
         }
@@ -214,8 +228,10 @@ public final class ShmCommunicator implements Communicator {
             return;
         }
         RankInfo[] infos = new RankInfo[size];
+        boolean allWarm = true;
         for (int r = 0; r < size; r++) {
             infos[r] = RankInfo.decode(gathered[r], r, size);
+            allWarm &= infos[r].entry(ENTRY_WARM) != null;
             byte[] theirError = infos[r].entry(ENTRY_ERROR);
             if (theirError != null) {
                 throw new PeerFailedException(r, "rank " + rank + ": rank " + r + " could not create its shared memory,"
@@ -228,6 +244,7 @@ public final class ShmCommunicator implements Communicator {
             }
         }
 
+        everyRankWarm = allWarm;
         regions = new SharedRegion[size];
         AtomicBuffer[] controls = new AtomicBuffer[size];
         MemoryTransport[] peerTransports = new MemoryTransport[size];

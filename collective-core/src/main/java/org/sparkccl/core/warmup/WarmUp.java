@@ -2,6 +2,8 @@ package org.sparkccl.core.warmup;
 
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
@@ -53,7 +55,20 @@ public final class WarmUp {
     /** Warm-up calls this JVM has made, all communicators together. */
     private static final AtomicLong CALLS_MADE = new AtomicLong();
 
+    /** The communicator classes whose warm-up has run to the end in this JVM: their small path is compiled. */
+    private static final Set<Class<?>> WARMED = ConcurrentHashMap.newKeySet();
+
     private WarmUp() {
+    }
+
+    /**
+     * Whether a communicator of {@code engine}'s class has run its warm-up in this JVM: the JIT's code
+     * belongs to the JVM, so a later communicator there (a later fit, the next stage) gains nothing
+     * from another one. Engines tell it in their bootstrap round and skip the warm-up only where every
+     * rank says so, so that the ranks still make the same calls.
+     */
+    public static boolean doneInThisJvm(Class<? extends Communicator> engine) {
+        return WARMED.contains(engine);
     }
 
     /**
@@ -71,6 +86,7 @@ public final class WarmUp {
         Verdict verdict = new Verdict(c2Calls, maxCalls, TimeUnit.MILLISECONDS.toNanos(params.get(Params.WARMUP_MS)));
         int calls = run(comm, maxCalls, verdict);
         CALLS_MADE.addAndGet(calls);
+        WARMED.add(comm.getClass()); // it ran to its end (an exception skips this)
         if (calls > 0 && log.infoEnabled(Subsys.INIT)) {
             log.info(Subsys.INIT, "warm-up: %d all-reduces in %.1f ms (C2 from ~%d calls here; %s)", calls,
                     (System.nanoTime() - t0) / 1e6, c2Calls, verdict.describe());

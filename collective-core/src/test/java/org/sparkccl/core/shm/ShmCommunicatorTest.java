@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.sparkccl.core.param.Params;
+import org.sparkccl.core.warmup.WarmUp;
 import org.sparkccl.core.transport.LocalMemoryTransport;
 
 class ShmCommunicatorTest {
@@ -54,6 +55,26 @@ class ShmCommunicatorTest {
         }
         assertEquals(0, LocalMemoryTransport.outstandingBytesInJvm());
         assertTrue(HostStagingBuffer.outstandingBytes() == 0);
+    }
+
+    @Test
+    void aCommunicatorWhoseRanksAllWarmedUpBeforeSkipsTheWarmUpAndStillWorks() throws Exception {
+        Params params = Params.defaults();
+        // The first group in this JVM may or may not be the first ShmCommunicator here; after it, every rank is warm.
+        ThreadRanks.run(3, params, comm -> comm.allReduce(new float[] {1}, ReduceOp.SUM));
+        assertTrue(WarmUp.doneInThisJvm(ShmCommunicator.class));
+        boolean[] skipped = new boolean[3];
+        float[][] results = new float[3][];
+        ThreadRanks.run(3, params, comm -> {
+            skipped[comm.rank()] = ((ShmCommunicator) comm).skippedWarmUp();
+            float[] data = {comm.rank() + 1};
+            comm.allReduce(data, ReduceOp.SUM);
+            results[comm.rank()] = data;
+        });
+        for (int r = 0; r < 3; r++) {
+            assertTrue(skipped[r], "rank " + r + " warmed up again");
+            assertEquals(6f, results[r][0]);
+        }
     }
 
     @Test

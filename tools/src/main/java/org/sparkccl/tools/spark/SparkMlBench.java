@@ -5,7 +5,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
@@ -33,6 +35,7 @@ import org.jfree.chart.renderer.category.BarRenderer;
 import org.jfree.chart.renderer.category.StandardBarPainter;
 import org.jfree.data.category.DefaultCategoryDataset;
 import org.sparkccl.spark.SparkCclPlugin;
+import org.sparkccl.spark.SparkCclSettings;
 import org.sparkccl.spark.ml.SparkCclMlpClassificationModel;
 import org.sparkccl.spark.ml.SparkCclMlpClassifier;
 import org.sparkccl.train.Example;
@@ -95,6 +98,11 @@ public final class SparkMlBench implements Callable<Integer> {
     @Option(names = "--methods", defaultValue = "sparkccl,mllib", split = ",",
             description = "which to fit: sparkccl, mllib (both for a comparison) [${DEFAULT-VALUE}]")
     List<String> methods;
+    @Option(names = "--sparkccl-bootstraps", defaultValue = "auto", split = ",",
+            description = "how sparkccl's ranks meet, one sparkccl fit per value before each MLlib fit: auto (host where"
+                    + " all ranks run on one host), spark (BarrierTaskContext.allGather, ~1 s), host"
+                    + " (spark.sparkccl.bootstrap) [${DEFAULT-VALUE}]")
+    List<String> bootstraps;
     @Option(names = "--plot", paramLabel = "FILE", description = "draw fit time and validation accuracy of both into FILE (PNG)")
     Path plot;
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
@@ -124,6 +132,9 @@ public final class SparkMlBench implements Callable<Integer> {
         return out;
     }
 
+    /** The job property that picks the bootstrap of one fit's barrier stage. */
+    private static final String BOOTSTRAP_PROPERTY = SparkCclSettings.BOOTSTRAP.sparkConfKey();
+
     /** One model's result on one data set. */
     public record Result(String set, String method, long trainRows, long validationRows, double fitSeconds,
                          double validationAccuracy, String config) {
@@ -139,6 +150,12 @@ public final class SparkMlBench implements Callable<Integer> {
                 System.out.println("plot: " + plot);
             }
             return 0;
+        }
+        for (String b : bootstraps) {
+            if (!List.of("auto", "spark", "host").contains(b)) {
+                throw new CommandLine.ParameterException(new CommandLine(this), "--sparkccl-bootstraps: '" + b
+                        + "' is not auto, spark or host");
+            }
         }
         SparkSession.Builder builder = SparkSession.builder().appName("sparkccl ML benchmark")
                 .config("spark.plugins", SparkCclPlugin.class.getName());
@@ -212,13 +229,22 @@ public final class SparkMlBench implements Callable<Integer> {
         String oursConfig = String.format(Locale.ROOT, "%d ranks, Adam lr %g, %d steps of %d rows (%.1f epochs), tanh",
                 ranks, stepSize, steps, batch, steps * (double) batch / trainRows);
         List<Integer> iterations = methods.contains("mllib") ? mllibIters : List.of();
-        // sparkccl fits once before each MLlib fit, so that each pair runs under the same machine load.
-        List<Result> ours = new ArrayList<>();
+        // sparkccl fits once per bootstrap before each MLlib fit, so that each group runs under the same machine load.
+        Map<String, List<Result>> ours = new LinkedHashMap<>();
         List<Result> theirs = new ArrayList<>();
         for (int i = 0; i < Math.max(1, iterations.size()); i++) {
             if (methods.contains("sparkccl")) {
-                ours.add(fitAndScore(set, "sparkccl SparkCclMlpClassifier", ccl, train, validation, trainRows,
-                        validationRows, oursConfig));
+                for (String bootstrap : bootstraps) {
+                    // A job property: this fit's barrier stage meets through this bootstrap, the others as they were.
+                    spark.sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, bootstrap);
+                    try {
+                        ours.computeIfAbsent(bootstrap, b -> new ArrayList<>()).add(fitAndScore(set,
+                                "sparkccl SparkCclMlpClassifier (bootstrap " + bootstrap + ")", ccl, train, validation,
+                                trainRows, validationRows, oursConfig + ", bootstrap " + bootstrap));
+                    } finally {
+                        spark.sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, null);
+                    }
+                }
             }
             if (i < iterations.size()) {
                 int iters = iterations.get(i);
@@ -230,8 +256,8 @@ public final class SparkMlBench implements Callable<Integer> {
             }
         }
         List<Result> out = new ArrayList<>();
-        if (!ours.isEmpty()) {
-            out.add(median(ours));
+        for (List<Result> fits : ours.values()) {
+            out.add(median(fits));
         }
         out.addAll(theirs);
         train.unpersist();
@@ -337,18 +363,19 @@ public final class SparkMlBench implements Callable<Integer> {
         DefaultCategoryDataset time = new DefaultCategoryDataset();
         DefaultCategoryDataset accuracy = new DefaultCategoryDataset();
         for (Result r : results) {
-            String method = r.method().startsWith("sparkccl") ? "sparkccl"
+            String method = r.method().startsWith("sparkccl")
+                    ? r.method().replace("sparkccl SparkCclMlpClassifier", "sparkccl").replace("(", "").replace(")", "")
                     : r.method().replace("MLlib MultilayerPerceptronClassifier", "MLlib").replace("(", "").replace(")", "");
             String set = r.set() + " (" + r.trainRows() + " rows)";
             time.addValue(r.fitSeconds(), method, set);
             accuracy.addValue(r.validationAccuracy(), method, set);
         }
         NumberAxis seconds = new NumberAxis("fit wall time (s)");
-        CategoryPlot top = new CategoryPlot(time, null, seconds, bars());
+        CategoryPlot top = new CategoryPlot(time, null, seconds, bars(time));
         NumberAxis share = new NumberAxis("validation accuracy");
         share.setAutoRangeIncludesZero(false);
         share.setRange(Math.max(0, results.stream().mapToDouble(Result::validationAccuracy).min().orElse(0) - 0.05), 1.0);
-        CategoryPlot bottom = new CategoryPlot(accuracy, null, share, bars());
+        CategoryPlot bottom = new CategoryPlot(accuracy, null, share, bars(accuracy));
         bottom.setFixedLegendItems(new LegendItemCollection()); // the same series as the top panel's
         CombinedDomainCategoryPlot plot = new CombinedDomainCategoryPlot(new CategoryAxis("data set"));
         plot.add(top, 1);
@@ -359,14 +386,20 @@ public final class SparkMlBench implements Callable<Integer> {
         return chart;
     }
 
-    private static BarRenderer bars() {
+    private static BarRenderer bars(DefaultCategoryDataset data) {
         BarRenderer renderer = new BarRenderer();
         renderer.setBarPainter(new StandardBarPainter());
         renderer.setShadowVisible(false);
-        // Fixed paints (sparkccl blue, MLlib from light to dark orange-red), the same in both panels.
-        int[] paints = {0x1f77b4, 0xffdd99, 0xffbb78, 0xff9933, 0xff7f0e, 0xd62728, 0x8c1d18};
-        for (int i = 0; i < paints.length; i++) {
-            renderer.setSeriesPaint(i, new Color(paints[i]));
+        // Paints by series (sparkccl's from dark to light blue, MLlib's from light to dark orange-red), so that
+        // both panels colour each method alike however many sparkccl bootstraps the run compared.
+        int[] blues = {0x1f77b4, 0x9ecae1, 0x6baed6};
+        int[] oranges = {0xffdd99, 0xffbb78, 0xff9933, 0xff7f0e, 0xd62728, 0x8c1d18};
+        int ours = 0;
+        int theirs = 0;
+        for (int i = 0; i < data.getRowCount(); i++) {
+            boolean sparkccl = data.getRowKey(i).toString().startsWith("sparkccl");
+            int paint = sparkccl ? blues[ours++ % blues.length] : oranges[theirs++ % oranges.length];
+            renderer.setSeriesPaint(i, new Color(paint));
         }
         return renderer;
     }

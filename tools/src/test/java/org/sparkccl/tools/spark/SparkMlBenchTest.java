@@ -15,23 +15,23 @@ class SparkMlBenchTest {
     @Test
     void theRecordedRunReadsBackAndReportsEachSparkcclFitAgainstEachMllibFit() throws Exception {
         List<SparkMlBench.Result> results = SparkMlBench.readCsv(RECORDED);
-        assertEquals(12, results.size());
-        SparkMlBench.Result ours = results.get(6);
+        assertEquals(14, results.size());
+        SparkMlBench.Result ours = results.get(7);
         assertEquals("generated", ours.set());
-        assertTrue(ours.method().startsWith("sparkccl"), ours.method());
+        assertEquals("sparkccl SparkCclMlpClassifier (bootstrap auto)", ours.method());
         assertEquals(160261, ours.trainRows());
         assertTrue(ours.config().contains("Adam") && ours.config().contains("median of 5 fits"), ours.config());
 
         String table = SparkMlBench.table(results);
         long comparisons = table.lines().filter(l -> l.contains("sparkccl's fit")).count();
-        assertEquals(10, comparisons, table); // 1 sparkccl x 5 MLlib fits, on 2 data sets
-        assertTrue(table.contains("generated: sparkccl's fit 53.9x faster than MLlib MultilayerPerceptronClassifier (maxIter 100)'s"),
+        assertEquals(20, comparisons, table); // 2 sparkccl bootstraps x 5 MLlib fits, on 2 data sets
+        assertTrue(table.contains("generated: sparkccl's fit 69.5x faster than MLlib MultilayerPerceptronClassifier (maxIter 100)'s"),
                 table);
         // The same-accuracy reference: MLlib's fewest iterations within half a point of its best.
         assertEquals("MLlib MultilayerPerceptronClassifier (maxIter 30)",
                 SparkMlBench.mllibAtItsBestAccuracy(results, "generated").method());
         assertTrue(table.contains("generated, at the same accuracy: MLlib's fewest iterations within 0.5 points of its best"
-                + " are maxIter 30 (0.8946, 19.77 s); sparkccl 0.8938 (-0.08 points) in 1.96 s: 10.1x faster"), table);
+                + " are maxIter 30 (0.8946, 12.46 s); sparkccl 0.8938 (-0.08 points) in 0.76 s: 16.5x faster"), table);
 
         byte[] png = Charts.png(SparkMlBench.chart(results));
         assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG");
