@@ -35,6 +35,8 @@ final class DirectLink implements AutoCloseable {
     static final int PREFIX = 4 + 2 * CollectiveHeader.BYTES;
     private static final int UNKNOWN = Integer.MIN_VALUE;
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
+    /** An abort frame's length word, origin, completed calls and message length. */
+    private static final int ABORT_PREFIX = 4 + 4 + 8 + 4;
     private static final long CONTROL_WRITE_NS = TimeUnit.MILLISECONDS.toNanos(200);
 
     final int rank;
@@ -56,6 +58,8 @@ final class DirectLink implements AutoCloseable {
     private boolean writing;
     private boolean peerClosed;
     private RuntimeException failure;
+    /** Collectives the peer completed before it aborted, from its abort frame; -1 where it did not say so. */
+    private long peerCompletedCalls = -1;
     private SelectionKey key;
     private int interest;
     private boolean closed;
@@ -132,9 +136,16 @@ final class DirectLink implements AutoCloseable {
      * too long for this link, and, where {@code awaited} (this rank needs the frame now), the peer's
      * close. An awaited frame of {@code expectedBody} data bytes is read in one go, length and all (one
      * syscall, not two): a frame of another length is another call's, which fails this one anyway.
+     * An abort from a peer that completed collective {@code call} is kept, not thrown, unless its
+     * frame is awaited: this rank may still finish that call ({@link SocketLink#FRAME_ABORT}).
      */
-    boolean readSome(boolean awaited, int expectedBody) {
-        checkFailure();
+    boolean readSome(boolean awaited, int expectedBody, long call) {
+        if (failure != null) {
+            if (!awaited && call <= peerCompletedCalls) {
+                return false;
+            }
+            throw failure;
+        }
         if (peerClosed) {
             if (awaited) {
                 throw fail(new CclException("rank " + rank + ": " + peerName + " closed its communicator while this"
@@ -148,11 +159,12 @@ final class DirectLink implements AutoCloseable {
             if (frameLength == UNKNOWN && in.position() >= 4) {
                 int n = in.getInt(0);
                 if (n == SocketLink.FRAME_ABORT) {
-                    throw fail(readAbort());
+                    fail(readAbort());
+                    return readSome(awaited, expectedBody, call) || true; // throws unless the abort is kept
                 }
                 if (n == SocketLink.FRAME_CLOSE) {
                     peerClosed = true;
-                    return readSome(awaited, expectedBody) || true; // throws where the frame is awaited
+                    return readSome(awaited, expectedBody, call) || true; // throws where the frame is awaited
                 }
                 if (n < 2 * CollectiveHeader.BYTES || n > in.capacity() - 4) {
                     throw fail(new CclException("rank " + rank + ": " + peerName + " sent a direct frame of " + n
@@ -219,11 +231,12 @@ final class DirectLink implements AutoCloseable {
     }
 
     /**
-     * Tells the peer that this rank failed and why (or, with a null message, that it closed its
-     * communicator), after the frame it is writing, if that goes out within a short while; else the
-     * frame stays cut and the connection is closed, which the peer reports as this rank's death.
+     * Tells the peer that this rank failed, why, and after how many completed collectives (or, with a
+     * null message, that it closed its communicator), after the frame it is writing, if that goes out
+     * within a short while; else the frame stays cut and the connection is closed, which the peer
+     * reports as this rank's death.
      */
-    synchronized void sendControl(int originRank, String message) {
+    synchronized void sendControl(int originRank, long completedCalls, String message) {
         if (closed) {
             return;
         }
@@ -241,11 +254,11 @@ final class DirectLink implements AutoCloseable {
                 return;
             }
             byte[] text = message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8);
-            ByteBuffer frame = ByteBuffer.allocate(message == null ? 4 : 12 + text.length);
+            ByteBuffer frame = ByteBuffer.allocate(message == null ? 4 : ABORT_PREFIX + text.length);
             if (message == null) {
                 frame.putInt(SocketLink.FRAME_CLOSE);
             } else {
-                frame.putInt(SocketLink.FRAME_ABORT).putInt(originRank).putInt(text.length).put(text);
+                frame.putInt(SocketLink.FRAME_ABORT).putInt(originRank).putLong(completedCalls).putInt(text.length).put(text);
             }
             frame.flip();
             while (frame.hasRemaining() && System.nanoTime() - until < 0) {
@@ -278,14 +291,17 @@ final class DirectLink implements AutoCloseable {
                 + " every rank must start again with a new one");
     }
 
-    /** The rest of an abort frame (origin, length, message), read within a short while: its sender wrote it whole. */
+    /**
+     * The rest of an abort frame (origin, completed calls, length, message), read within a short
+     * while: its sender wrote it whole.
+     */
     private RuntimeException readAbort() {
         long until = System.nanoTime() + CONTROL_WRITE_NS;
         try {
-            if (in.position() < 12) {
-                in.limit(12);
+            if (in.position() < ABORT_PREFIX) {
+                in.limit(ABORT_PREFIX);
             }
-            while (in.position() < 12) {
+            while (in.position() < ABORT_PREFIX) {
                 int got = channel.read(in);
                 if (got < 0 || System.nanoTime() - until > 0) {
                     return died("ended inside an abort frame");
@@ -295,11 +311,12 @@ final class DirectLink implements AutoCloseable {
                 }
             }
             int origin = in.getInt(4);
-            int length = Math.min(Math.max(in.getInt(8), 0), MAX_ABORT_MESSAGE);
+            long completed = in.getLong(8);
+            int length = Math.min(Math.max(in.getInt(16), 0), MAX_ABORT_MESSAGE);
             ByteBuffer text = ByteBuffer.allocate(length);
-            int already = Math.min(length, in.position() - 12);
+            int already = Math.min(length, in.position() - ABORT_PREFIX);
             for (int i = 0; i < already; i++) {
-                text.put(in.get(12 + i));
+                text.put(in.get(ABORT_PREFIX + i));
             }
             while (text.hasRemaining()) {
                 int got = channel.read(text);
@@ -310,6 +327,7 @@ final class DirectLink implements AutoCloseable {
                     LockSupport.parkNanos(50_000);
                 }
             }
+            peerCompletedCalls = completed;
             return new PeerFailedException(origin, "rank " + rank + ": " + peerName + " aborted: "
                     + new String(text.array(), 0, text.position(), StandardCharsets.UTF_8));
         } catch (IOException e) {

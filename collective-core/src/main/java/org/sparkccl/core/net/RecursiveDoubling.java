@@ -51,6 +51,8 @@ final class RecursiveDoubling implements AutoCloseable {
     private final long pollNs;
     private final boolean yieldWhilePolling;
     private final int maxBytes;
+    /** The number of the collective running now (see {@link DirectLink#readSome}). */
+    private long call;
 
     private RecursiveDoubling(int pos, int n, WaitLoop wait, long pollNs, boolean yieldWhilePolling, int maxBytes)
             throws IOException {
@@ -141,10 +143,12 @@ final class RecursiveDoubling implements AutoCloseable {
     /**
      * All-reduces {@code count} elements of {@code send} into {@code recv} (may be the same), with
      * {@code headers} (this rank's two collective headers, 64 bytes) on every frame, which {@code
-     * check} compares with each partner's. At most {@link #maxBytes}.
+     * check} compares with each partner's. At most {@link #maxBytes}. {@code call} is this call's
+     * number: a partner that aborts after completing it does not fail it here.
      */
-    void allReduce(long headers, long send, long recv, long count, DataType type, ReduceOp op,
+    void allReduce(long call, long headers, long send, long recv, long count, DataType type, ReduceOp op,
                    HeaderCheck check) {
+        this.call = call;
         int bytes = (int) (count * type.size());
         int p = Integer.highestOneBit(n);
         int rem = n - p;
@@ -213,7 +217,7 @@ final class RecursiveDoubling implements AutoCloseable {
             while (true) {
                 boolean progress = link.writeSome();
                 if (receive) {
-                    progress |= link.readSome(true, bytes);
+                    progress |= link.readSome(true, bytes, call);
                 }
                 if ((!receive || link.complete()) && !link.writePending()) {
                     return;
@@ -242,10 +246,11 @@ final class RecursiveDoubling implements AutoCloseable {
                 }
                 selector.select(SELECT_MS);
                 selector.selectedKeys().clear();
-                // Every partner's bytes: an abort or a death ends this wait; a frame for later is kept.
+                // Every partner's bytes: an abort or a death ends this wait (unless the partner completed
+                // this call first); a frame for later is kept.
                 for (DirectLink l : links) {
                     if (l != link || !receive) {
-                        l.readSome(false, -1);
+                        l.readSome(false, -1, call);
                     }
                 }
                 wait.checkNow(link.peer, step, receive ? link.waitingForData : link.waitingForRoom);
@@ -257,17 +262,17 @@ final class RecursiveDoubling implements AutoCloseable {
         }
     }
 
-    /** Tells every partner that this rank failed, and why. */
-    void abort(int originRank, String message) {
+    /** Tells every partner that this rank failed, and why, and how many collectives it completed first. */
+    void abort(int originRank, long completedCalls, String message) {
         for (DirectLink l : links) {
-            l.sendControl(originRank, message);
+            l.sendControl(originRank, completedCalls, message);
         }
     }
 
     @Override
     public void close() {
         for (DirectLink l : links) {
-            l.sendControl(0, null);
+            l.sendControl(0, 0, null);
             l.close();
         }
         try {

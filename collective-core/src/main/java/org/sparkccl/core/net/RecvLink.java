@@ -18,10 +18,12 @@ import org.sparkccl.core.wait.WaitLoop;
  */
 final class RecvLink extends SocketLink {
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
-    private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(8);
+    private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(16);
     private final String waitingForData;
     /** Bytes of the frame in each slot. */
     private final int[] lengths;
+    /** Collectives the peer completed before it aborted, from its abort frame; -1 where it did not say so. */
+    private volatile long peerCompletedCalls = -1;
 
     RecvLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
@@ -120,11 +122,20 @@ final class RecvLink extends SocketLink {
         }
     }
 
+    /**
+     * The link failed only after the peer completed collective {@code call}: nothing of that call is
+     * missing here, so a rank may still finish it ({@link SocketLink#FRAME_ABORT}).
+     */
+    boolean failedAfter(long call) {
+        return failure != null && call <= peerCompletedCalls;
+    }
+
     private RuntimeException readAbort() throws IOException {
-        frameHeader.clear().limit(8);
+        frameHeader.clear().limit(16);
         readFully(frameHeader);
         int origin = frameHeader.getInt(0);
-        int length = Math.min(Math.max(frameHeader.getInt(4), 0), MAX_ABORT_MESSAGE);
+        peerCompletedCalls = frameHeader.getLong(4);
+        int length = Math.min(Math.max(frameHeader.getInt(12), 0), MAX_ABORT_MESSAGE);
         ByteBuffer text = ByteBuffer.allocate(length);
         readFully(text);
         return new PeerFailedException(origin, "rank " + rank + ": " + peerName + " aborted: "

@@ -31,7 +31,7 @@ import org.sparkccl.core.wait.WaitLoop;
  */
 final class SendLink extends SocketLink {
     private static final long SELECT_MS = 100;
-    private final ByteBuffer controlFrame = ByteBuffer.allocateDirect(12);
+    private final ByteBuffer controlFrame = ByteBuffer.allocateDirect(20);
     private final ByteBuffer[] frameHeaders;
     private final ByteBuffer[] frameBodies;
     /** Per slot: views of the caller's memory for bodies that {@link #send} hands over where they lie. */
@@ -48,6 +48,7 @@ final class SendLink extends SocketLink {
     private boolean viewsHandedOff;
     private volatile byte[] abortMessage;
     private volatile int abortOrigin;
+    private volatile long abortCompletedCalls;
 
     SendLink(int rank, int peer, SocketChannel channel, int steps, int slotBytes) {
         super(rank, peer, channel, steps, slotBytes);
@@ -260,10 +261,14 @@ final class SendLink extends SocketLink {
         }
     }
 
-    /** Tells the peer, after what was already published, that this rank failed and why. */
-    void abort(int originRank, String message) {
+    /**
+     * Tells the peer, after what was already published, that this rank failed and why, and how many
+     * collectives it completed first (the peer may finish those: see {@link SocketLink#FRAME_ABORT}).
+     */
+    void abort(int originRank, long completedCalls, String message) {
         if (abortMessage == null) {
             abortOrigin = originRank;
+            abortCompletedCalls = completedCalls;
             abortMessage = message.getBytes(StandardCharsets.UTF_8);
             wakeIoThread();
         }
@@ -322,7 +327,7 @@ final class SendLink extends SocketLink {
                     byte[] abort = abortMessage;
                     if (abort != null && lock()) {
                         controlFrame.clear();
-                        controlFrame.putInt(FRAME_ABORT).putInt(abortOrigin).putInt(abort.length).flip();
+                        controlFrame.putInt(FRAME_ABORT).putInt(abortOrigin).putLong(abortCompletedCalls).putInt(abort.length).flip();
                         writeAll(controlFrame, ByteBuffer.wrap(abort));
                         return;
                     }

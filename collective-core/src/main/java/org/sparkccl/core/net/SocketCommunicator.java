@@ -76,6 +76,8 @@ public final class SocketCommunicator implements Communicator {
     /** This rank's header and its outer call's, then the predecessor's two. */
     private final long headerScratch = UnsafeApi.allocateMemory(4L * CollectiveHeader.BYTES);
     private int sequence;
+    /** The number of the last collective this rank completed: what its abort frames say ({@link #abort}). */
+    private volatile long completedCalls;
     private CollectiveHeader outer;
     private String brokenBy;
     private boolean closed;
@@ -265,6 +267,7 @@ public final class SocketCommunicator implements Communicator {
             log.info(Subsys.COLL, "%s over TCP", mine.describe());
         }
         try {
+            ring.beginCall(mine.sequence);
             wait.startCollective(mine);
             CollectiveHeader outerCall = outer;
             outer = null;
@@ -280,6 +283,7 @@ public final class SocketCommunicator implements Communicator {
             long chunkBytes = Math.max(type.size(), primitives.capacityBytes() / 2);
             work.run(primitives, chunkBytes / type.size());
             primitives.finish();
+            completedCalls = mine.sequence;
         } catch (RuntimeException e) {
             primitives.settle(); // the caller's memory is its own again before the error reaches it
             abort(e);
@@ -301,12 +305,14 @@ public final class SocketCommunicator implements Communicator {
         try {
             // While it waits for a partner, a predecessor that runs this call over the ring (so another
             // call: the choice follows from the call) fails it, as the header check on the ring would.
+            ring.beginCall(mine.sequence);
             wait.startCollective(mine, (peer, step, what) -> checkRingPredecessor(mine));
             CollectiveHeader outerCall = outer;
             outer = null;
             writeHeaders(mine, outerCall);
-            small.allReduce(headerScratch, send, recv, count, type, op, (from, bytes) ->
+            small.allReduce(mine.sequence, headerScratch, send, recv, count, type, op, (from, bytes) ->
                     checkPartnersHeader(mine, outerCall, from, bytes));
+            completedCalls = mine.sequence;
         } catch (RuntimeException e) {
             abort(e);
             throw e;
@@ -428,7 +434,9 @@ public final class SocketCommunicator implements Communicator {
 
     /**
      * Marks this communicator failed and tells the ring, after the data already sent, why: each rank
-     * then fails in turn with this message instead of waiting for its timeout.
+     * then fails in turn with this message instead of waiting for its timeout. The abort says how
+     * many collectives this rank completed: a peer still in the last of them finishes it and fails
+     * at its next call (Spark kills a task between collectives; the others' last call stands).
      */
     public void abort(RuntimeException cause) {
         if (brokenBy != null) {
@@ -437,9 +445,10 @@ public final class SocketCommunicator implements Communicator {
         brokenBy = String.valueOf(cause.getMessage());
         if (ring != null) {
             int origin = cause instanceof PeerFailedException ? ((PeerFailedException) cause).failedRank() : group[rank];
-            ring.abort(origin, brokenBy);
+            long completed = completedCalls;
+            ring.abort(origin, completed, brokenBy);
             if (small != null) {
-                small.abort(origin, brokenBy);
+                small.abort(origin, completed, brokenBy);
             }
         }
     }

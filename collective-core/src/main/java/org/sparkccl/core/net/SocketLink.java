@@ -25,6 +25,13 @@ abstract class SocketLink implements AutoCloseable {
         JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
     }
 
+    /**
+     * The abort frame: this length word, the rank the failure started at, how many collectives the
+     * sender completed before it failed, and the message. A receiver still in one of those calls
+     * finishes it (everything the sender owed that call is on the stream before this frame: the
+     * sender completed it) and fails at its next: a collective every rank completed does not fail
+     * because a rank aborted after it, as when Spark kills a task between two collectives.
+     */
     static final int FRAME_ABORT = -1;
     static final int FRAME_CLOSE = -2;
     private static final AtomicLong OUTSTANDING = new AtomicLong();

@@ -18,6 +18,8 @@ final class SocketRing implements FailureCheck, AutoCloseable {
     final int next;
     final SendLink[] out;
     final RecvLink[] in;
+    /** The number of the collective running now, set by the rank's thread at its start. */
+    private long call;
 
     private SocketRing(int rank, int prev, int next, int connections) {
         this.rank = rank;
@@ -50,24 +52,30 @@ final class SocketRing implements FailureCheck, AutoCloseable {
         }
     }
 
+    /** The rank starts collective number {@code call}: a predecessor that aborted after completing it does not fail it. */
+    void beginCall(long call) {
+        this.call = call;
+    }
+
     @Override
     public void check(int awaitedPeer, long step, String waitingFor) {
         for (SendLink link : out) {
             link.checkFailure();
         }
         for (RecvLink link : in) {
-            // What arrived before a link ended may still be consumed: only an empty one is a failure now.
-            if (link.tail.get() == link.head.get()) {
+            // What arrived before a link ended may still be consumed: only an empty one is a failure now,
+            // and not where the predecessor completed this call before it aborted.
+            if (link.tail.get() == link.head.get() && !link.failedAfter(call)) {
                 link.checkFailure();
             }
         }
     }
 
     /** Tells the successor (and through it the rest of the ring) that this rank failed, and why. */
-    void abort(int originRank, String message) {
+    void abort(int originRank, long completedCalls, String message) {
         for (SendLink link : out) {
             if (link != null) {
-                link.abort(originRank, message);
+                link.abort(originRank, completedCalls, message);
             }
         }
     }
