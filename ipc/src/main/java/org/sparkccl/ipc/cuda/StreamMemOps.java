@@ -4,6 +4,7 @@ import com.sun.jna.Native;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.agrona.BufferUtil;
+import org.sparkccl.core.jdk.JdkAccess;
 
 /**
  * A stream memory write and wait queued together as one driver call ({@code cuStreamBatchMemOp}): the
@@ -18,6 +19,10 @@ import org.agrona.BufferUtil;
  * virtual memory calls. The parameters live in one direct buffer, reused by every call: not thread safe.
  */
 public final class StreamMemOps {
+    static {
+        JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
+    }
+
     // CUstreamBatchMemOpParams (cuda.h, CUDA 12): a union of 48 bytes; its waitValue and writeValue
     // members are {operation u32, pad, address u64, value u32 (or value64), flags u32, pad, alias u64}.
     private static final int PARAMS_BYTES = 48;
