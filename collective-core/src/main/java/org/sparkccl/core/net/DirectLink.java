@@ -35,8 +35,6 @@ final class DirectLink implements AutoCloseable {
     static final int PREFIX = 4 + 2 * CollectiveHeader.BYTES;
     private static final int UNKNOWN = Integer.MIN_VALUE;
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
-    /** An abort frame's length word, origin, completed calls and message length. */
-    private static final int ABORT_PREFIX = 4 + 4 + 8 + 4;
     private static final long CONTROL_WRITE_NS = TimeUnit.MILLISECONDS.toNanos(200);
 
     final int rank;
@@ -254,7 +252,7 @@ final class DirectLink implements AutoCloseable {
                 return;
             }
             byte[] text = message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8);
-            ByteBuffer frame = ByteBuffer.allocate(message == null ? 4 : ABORT_PREFIX + text.length);
+            ByteBuffer frame = ByteBuffer.allocate(message == null ? 4 : SocketLink.ABORT_PREFIX + text.length);
             if (message == null) {
                 frame.putInt(SocketLink.FRAME_CLOSE);
             } else {
@@ -298,10 +296,10 @@ final class DirectLink implements AutoCloseable {
     private RuntimeException readAbort() {
         long until = System.nanoTime() + CONTROL_WRITE_NS;
         try {
-            if (in.position() < ABORT_PREFIX) {
-                in.limit(ABORT_PREFIX);
+            if (in.position() < SocketLink.ABORT_PREFIX) {
+                in.limit(SocketLink.ABORT_PREFIX);
             }
-            while (in.position() < ABORT_PREFIX) {
+            while (in.position() < SocketLink.ABORT_PREFIX) {
                 int got = channel.read(in);
                 if (got < 0 || System.nanoTime() - until > 0) {
                     return died("ended inside an abort frame");
@@ -314,9 +312,9 @@ final class DirectLink implements AutoCloseable {
             long completed = in.getLong(8);
             int length = Math.min(Math.max(in.getInt(16), 0), MAX_ABORT_MESSAGE);
             ByteBuffer text = ByteBuffer.allocate(length);
-            int already = Math.min(length, in.position() - ABORT_PREFIX);
+            int already = Math.min(length, in.position() - SocketLink.ABORT_PREFIX);
             for (int i = 0; i < already; i++) {
-                text.put(in.get(ABORT_PREFIX + i));
+                text.put(in.get(SocketLink.ABORT_PREFIX + i));
             }
             while (text.hasRemaining()) {
                 int got = channel.read(text);

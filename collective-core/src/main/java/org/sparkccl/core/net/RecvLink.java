@@ -18,7 +18,7 @@ import org.sparkccl.core.wait.WaitLoop;
  */
 final class RecvLink extends SocketLink {
     private static final int MAX_ABORT_MESSAGE = 64 << 10;
-    private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(16);
+    private final ByteBuffer frameHeader = ByteBuffer.allocateDirect(ABORT_PREFIX - 4);
     private final String waitingForData;
     /** Bytes of the frame in each slot. */
     private final int[] lengths;
@@ -131,7 +131,7 @@ final class RecvLink extends SocketLink {
     }
 
     private RuntimeException readAbort() throws IOException {
-        frameHeader.clear().limit(16);
+        frameHeader.clear().limit(ABORT_PREFIX - 4); // the rest after the length word
         readFully(frameHeader);
         int origin = frameHeader.getInt(0);
         peerCompletedCalls = frameHeader.getLong(4);

@@ -31,7 +31,7 @@ import org.sparkccl.core.wait.WaitLoop;
  */
 final class SendLink extends SocketLink {
     private static final long SELECT_MS = 100;
-    private final ByteBuffer controlFrame = ByteBuffer.allocateDirect(20);
+    private final ByteBuffer controlFrame = ByteBuffer.allocateDirect(ABORT_PREFIX);
     private final ByteBuffer[] frameHeaders;
     private final ByteBuffer[] frameBodies;
     /** Per slot: views of the caller's memory for bodies that {@link #send} hands over where they lie. */

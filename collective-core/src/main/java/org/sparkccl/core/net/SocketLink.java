@@ -33,6 +33,8 @@ abstract class SocketLink implements AutoCloseable {
      * because a rank aborted after it, as when Spark kills a task between two collectives.
      */
     static final int FRAME_ABORT = -1;
+    /** An abort frame's fixed part: length word, origin, completed calls, message length. */
+    static final int ABORT_PREFIX = 4 + 4 + 8 + 4;
     static final int FRAME_CLOSE = -2;
     private static final AtomicLong OUTSTANDING = new AtomicLong();
     private static final long IDLE_PARK_NS = TimeUnit.MILLISECONDS.toNanos(100);

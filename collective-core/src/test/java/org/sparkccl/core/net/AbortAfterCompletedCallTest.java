@@ -35,65 +35,59 @@ class AbortAfterCompletedCallTest {
 
     @Test
     void aDirectLinkKeepsAnAbortAfterACallThisRankIsStillIn() throws Exception {
-        try (ServerSocketChannel server = loopbackServer()) {
-            SocketChannel a = SocketChannel.open(server.getLocalAddress());
-            SocketChannel b = server.accept();
-            try (DirectLink aborting = new DirectLink(1, 0, a, 1024); DirectLink waiting = new DirectLink(0, 1, b, 1024)) {
-                aborting.sendControl(1, COMPLETED, "rank 1: task 7 was killed by Spark (test)");
-                // In call 5, which the peer completed: kept while this rank waits for another partner.
-                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                while (!waiting.readSome(false, -1, COMPLETED)) {
-                    assertTrue(System.nanoTime() < until, "the abort frame did not arrive");
-                }
-                assertFalse(waiting.readSome(false, -1, COMPLETED), "kept, not thrown, within call " + COMPLETED);
-                // Needed now (its frame awaited) or in the next call: thrown, with the peer's reason.
-                PeerFailedException awaited = assertThrows(PeerFailedException.class,
-                        () -> waiting.readSome(true, 16, COMPLETED));
-                assertTrue(awaited.getMessage().contains("killed by Spark (test)"), awaited.getMessage());
-                assertThrows(PeerFailedException.class, () -> waiting.readSome(false, -1, COMPLETED + 1));
+        SocketChannel[] pair = connectedPair();
+        try (DirectLink aborting = new DirectLink(1, 0, pair[0], 1024); DirectLink waiting = new DirectLink(0, 1, pair[1], 1024)) {
+            aborting.sendControl(1, COMPLETED, "rank 1: task 7 was killed by Spark (test)");
+            // In call 5, which the peer completed: kept while this rank waits for another partner.
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!waiting.readSome(false, -1, COMPLETED)) {
+                assertTrue(System.nanoTime() < until, "the abort frame did not arrive");
             }
+            assertFalse(waiting.readSome(false, -1, COMPLETED), "kept, not thrown, within call " + COMPLETED);
+            // Needed now (its frame awaited) or in the next call: thrown, with the peer's reason.
+            PeerFailedException awaited = assertThrows(PeerFailedException.class,
+                    () -> waiting.readSome(true, 16, COMPLETED));
+            assertTrue(awaited.getMessage().contains("killed by Spark (test)"), awaited.getMessage());
+            assertThrows(PeerFailedException.class, () -> waiting.readSome(false, -1, COMPLETED + 1));
         }
     }
 
     @Test
     void aDirectLinkThrowsAnAbortFromAPeerThatDidNotCompleteThisCall() throws Exception {
-        try (ServerSocketChannel server = loopbackServer()) {
-            SocketChannel a = SocketChannel.open(server.getLocalAddress());
-            SocketChannel b = server.accept();
-            try (DirectLink aborting = new DirectLink(1, 0, a, 1024); DirectLink waiting = new DirectLink(0, 1, b, 1024)) {
-                aborting.sendControl(1, COMPLETED - 1, "rank 1: failed inside call " + COMPLETED);
-                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                PeerFailedException e = assertThrows(PeerFailedException.class, () -> {
-                    while (System.nanoTime() < until) {
-                        waiting.readSome(false, -1, COMPLETED);
-                    }
-                });
-                assertTrue(e.getMessage().contains("inside call " + COMPLETED), e.getMessage());
-            }
+        SocketChannel[] pair = connectedPair();
+        try (DirectLink aborting = new DirectLink(1, 0, pair[0], 1024); DirectLink waiting = new DirectLink(0, 1, pair[1], 1024)) {
+            aborting.sendControl(1, COMPLETED - 1, "rank 1: failed inside call " + COMPLETED);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            PeerFailedException e = assertThrows(PeerFailedException.class, () -> {
+                while (System.nanoTime() < until) {
+                    waiting.readSome(false, -1, COMPLETED);
+                }
+            });
+            assertTrue(e.getMessage().contains("inside call " + COMPLETED), e.getMessage());
         }
     }
 
     @Test
     void aRingLinkFailedOnlyAfterTheCallsItsPeerCompleted() throws Exception {
-        try (ServerSocketChannel server = loopbackServer()) {
-            SocketChannel sending = SocketChannel.open(server.getLocalAddress());
-            SocketChannel receiving = server.accept();
-            try (SendLink out = new SendLink(1, 0, sending, 2, 1024); RecvLink in = new RecvLink(0, 1, receiving, 2, 1024)) {
-                out.abort(1, COMPLETED, "rank 1: task 7 was killed by Spark (test)");
-                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                while (in.failure == null) {
-                    assertTrue(System.nanoTime() < until, "the abort frame did not arrive");
-                    Thread.sleep(1);
-                }
-                assertTrue(in.failedAfter(COMPLETED), "call " + COMPLETED + " may still finish");
-                assertFalse(in.failedAfter(COMPLETED + 1), "the next call fails");
+        SocketChannel[] pair = connectedPair();
+        try (SendLink out = new SendLink(1, 0, pair[0], 2, 1024); RecvLink in = new RecvLink(0, 1, pair[1], 2, 1024)) {
+            out.abort(1, COMPLETED, "rank 1: task 7 was killed by Spark (test)");
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (in.failure == null) {
+                assertTrue(System.nanoTime() < until, "the abort frame did not arrive");
+                Thread.sleep(1);
             }
+            assertTrue(in.failedAfter(COMPLETED), "call " + COMPLETED + " may still finish");
+            assertFalse(in.failedAfter(COMPLETED + 1), "the next call fails");
         }
     }
 
-    private static ServerSocketChannel loopbackServer() throws IOException {
-        ServerSocketChannel server = ServerSocketChannel.open();
-        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        return server;
+    /** Two ends of one loopback TCP connection; the links built on them close them. */
+    private static SocketChannel[] connectedPair() throws IOException {
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            SocketChannel near = SocketChannel.open(server.getLocalAddress());
+            return new SocketChannel[] {near, server.accept()};
+        }
     }
 }
