@@ -5,7 +5,7 @@
 # stamps of every one-shot call: GpuProbes), the stream-resident kernel on and off, bfloat16, 128 / 256 MB, then the gpu-tagged tests named
 # in SELECT (default: the collectives, stream-ordered, LL128 and cross-process tests; SELECT=all: every
 # gpu-tagged test).
-# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]
+# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, SELECT: see below)
 set -u
 dev=${1:-.device}
 base=${2:-}
@@ -37,6 +37,13 @@ b new-float "$cpn" -- $A
 b new-stream-resident "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
 grep "^PROBE" "$logs/bench-new-probe.log" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
+# RESIDENT_THREADS_SWEEP="64 128 256 512": the resident kernels' block size (SPARKCCL_RESIDENT_THREADS),
+# 8 B - 16 KB (the resident kernel's range), with the probes on, after 3000 warm-up calls per size (the
+# first sizes of a run with -w 20 still run the host side before C2: 4-5 us of host time at 8 B).
+for t in ${RESIDENT_THREADS_SWEEP:-}; do
+  b threads-$t "$cpn" SPARKCCL_RESIDENT_THREADS=$t SPARKCCL_PROBE=1 -- -b 8 -e 16K -f ${SWEEP_F:-4} -n 1000 -w 3000 -g 1 --ranks-per-gpu 2 --threads
+  grep "^PROBE" "$logs/bench-threads-$t.log" | grep "rank 0" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
+done
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A
 b new-stream-resident2 "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A

@@ -117,7 +117,6 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         // oneShotBody checks the abort word with its first reads.
         const uint64_t startNs = globalTimerNs();
         Waiter w = makeWaiter(comm, &abortedShared, a.ticket, startNs);
-        if (threadIdx.x == 0) *(volatile uint64_t*)(hostStatus + STATUS_WORD_START_NS) = startNs;
         OneShotStamps t = {startNs, bellNs, 0, 0, 0};
         const CallNumbers calls = residentOneShot(a, comm, w, t);
         if (threadIdx.x == 0) {
@@ -130,6 +129,10 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
             // The done word is then a plain strong store: fence + store is the release, once.
             __threadfence_system();
             const uint64_t endNs = globalTimerNs();
+            // The start time goes to the host with the end, not when the call starts: a store to host
+            // memory on the way in sat in front of the push (resident start -> pushed 2.3 us against 1.3 for
+            // a launched kernel that writes nothing there).
+            *(volatile uint64_t*)(hostStatus + STATUS_WORD_START_NS) = startNs;
             reportDoneFenced(hostStatus, a.ticket, endNs);
             storeProbes(comm, calls, t, endNs);
         }

@@ -46,6 +46,10 @@ public final class Params {
             "1 keeps a resident kernel per GPU rank for small one-shot all-reduces (no kernel launch per call; it"
                     + " ends after 2 ms without calls); 0 launches a kernel for every call; auto: 1 where this process"
                     + " holds only one rank of the communicator, or all of its ranks share one GPU", s -> oneOfIgnoringCase(s, "auto", "0", "1"));
+    public static final Param<Integer> RESIDENT_THREADS = define("RESIDENT_THREADS", 512,
+            "threads of the resident kernels' block (a multiple of 32, 64 to 512): every small call's lines are"
+                    + " spread over them, so fewer threads start a call's push sooner but carry more lines each",
+            Params::parseResidentThreads);
     public static final Param<String> STREAM_RESIDENT = define("STREAM_RESIDENT", "0",
             "1 lets a second resident kernel per GPU rank take small stream-ordered one-shot all-reduces from the"
                     + " caller's stream (one cuStreamBatchMemOp per call instead of a kernel launch; not inside a CUDA"
@@ -254,6 +258,14 @@ public final class Params {
         Param<T> p = new Param<>(name, defaultValue, description, parser);
         ALL.add(p);
         return p;
+    }
+
+    static int parseResidentThreads(String s) {
+        int v = Integer.parseInt(s.trim());
+        if (v < 64 || v > 512 || v % 32 != 0) {
+            throw new IllegalArgumentException("must be a multiple of 32 from 64 to 512, not " + v);
+        }
+        return v;
     }
 
     static int parsePositive(String s) {

@@ -316,13 +316,13 @@ final class GpuConnection {
         String residentSetting = params.get(Params.RESIDENT).trim();
         boolean residentAuto = ranksInProcess == 1 || ranksInProcess == sharingGpu;
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && residentAuto)) {
-            resident = own(new ResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
+            resident = own(new ResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS), where));
         }
         String streamSetting = params.get(Params.STREAM_RESIDENT).trim();
         boolean streamWanted = streamSetting.equals("1") || streamSetting.equalsIgnoreCase("auto") && !someProcessSharesAGpu;
         if (resident != null && streamWanted) {
             if (StreamMemOps.unavailable() == null) {
-                streamResident = own(new StreamResidentKernel(device, module, devComm.address(), GpuTuner.THREADS, where));
+                streamResident = own(new StreamResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS), where));
             } else {
                 log.info(Subsys.INIT, "rank %d: stream-ordered calls are launched: %s", rank, StreamMemOps.unavailable());
             }
