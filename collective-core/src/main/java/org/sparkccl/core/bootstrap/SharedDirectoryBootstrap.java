@@ -49,8 +49,12 @@ import org.sparkccl.core.wire.WireFormatException;
  * <p>The key must be unique to one group of ranks and one attempt of it (Spark: app id, stage id and
  * stage attempt number). A directory left behind by an earlier attempt whose rank died is then never
  * read by a later one: the attempt number makes the later attempt's directory another one. Such a
- * leftover holds a few small files; it is not removed here, because a killed attempt's ranks may
- * still be running.
+ * leftover (its ranks killed, so none closed) holds a few small files; rank 0 of every group that
+ * opens removes those it finds under the same root ({@link BootstrapDirectorySweep}): each process
+ * records its pid (with its start time and pid namespace) as the file {@code owner-<pid>-<start>-<ns>}
+ * when it opens, and a directory goes only once every recorded owner is dead and it has been
+ * untouched for {@link BootstrapDirectorySweep#GRACE} (15 minutes). A killed attempt's ranks that
+ * still run keep theirs: their process is alive.
  *
  * <p>Every file carries its kind (allGather or barrier) and round number, so ranks that make
  * different calls fail, naming both, instead of handing each other the wrong bytes. A wait ends with
@@ -91,7 +95,8 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
      * Joins the group that meets in {@code root/sparkccl-bootstrap-<key>} (created if no peer made it
      * yet, mode 0700 where the file system has POSIX permissions). Returns at once: the ranks meet in
      * the first round. Each wait gives up after {@code timeoutMs}; {@code cancelled} is polled while
-     * waiting.
+     * waiting. Records this process as an owner of the directory; rank 0 also removes the leftovers
+     * of killed groups under {@code root} (see the class comment).
      */
     public static SharedDirectoryBootstrap open(Path root, String key, int rank, int size, long timeoutMs,
                                                 BooleanSupplier cancelled) {
@@ -118,9 +123,14 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
             } catch (FileAlreadyExistsException e) {
                 // A peer made it first: the normal case for every rank but one.
             }
+            BootstrapDirectorySweep.recordThisProcess(directory);
         } catch (IOException e) {
             throw new CclException("rank " + rank + " of " + size + ": cannot create the bootstrap directory "
                     + directory + ": " + e + "; is " + root + " writable and not full?", e);
+        }
+        if (rank == 0) {
+            // One rank per group is enough to keep the root clean; the others go straight to the first round.
+            BootstrapDirectorySweep.sweep(root, DIRECTORY_PREFIX, directory);
         }
         return new SharedDirectoryBootstrap(directory, rank, size, timeoutMs, Objects.requireNonNull(cancelled,
                 "cancelled"));

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -195,6 +197,93 @@ class SharedDirectoryBootstrapTest {
             }
         }
         return null;
+    }
+
+    @Test
+    void aLeftoverWhoseOwnerIsDeadIsSweptByTheNextGroupsRankZero() throws Exception {
+        Process gone = new ProcessBuilder("true").start();
+        gone.waitFor();
+        Path leftover = leftover("app-killed-stage1-attempt0", gone.pid(), 0);
+        runGroup(2, "next", () -> false, b -> null);
+        assertFalse(Files.exists(leftover), leftover + " should have been swept: its owner is dead");
+        assertRootEmpty();
+    }
+
+    @Test
+    void aLeftoverWhosePidWasReusedIsSwept() throws Exception {
+        // This JVM's pid, but a start time long before it: another process that had this pid once.
+        Path leftover = leftover("app-reused-stage1-attempt0", ProcessHandle.current().pid(), 1);
+        runGroup(1, "next", () -> false, b -> null);
+        assertFalse(Files.exists(leftover), leftover + " should have been swept: its pid belongs to another process now");
+    }
+
+    @Test
+    void aDirectoryWithALiveOwnerIsKept() throws Exception {
+        long start = ProcessHandle.current().info().startInstant().orElseThrow().toEpochMilli();
+        Path live = leftover("app-live-stage1-attempt0", ProcessHandle.current().pid(), start);
+        runGroup(1, "next", () -> false, b -> null);
+        assertTrue(Files.isDirectory(live), live + " has a live owner and must be kept");
+    }
+
+    @Test
+    void aRecentDirectoryAnOwnerInAnotherPidNamespaceAndForeignFilesAreKept() throws Exception {
+        Process gone = new ProcessBuilder("true").start();
+        gone.waitFor();
+        Path recent = root.resolve(SharedDirectoryBootstrap.DIRECTORY_PREFIX + "recent");
+        Files.createDirectory(recent);
+        BootstrapDirectorySweep.record(recent, gone.pid(), 0, myNamespace());
+        Path otherNamespace = leftover("other-namespace", gone.pid(), 0, myNamespace() + 1);
+        Path foreign = leftover("foreign", gone.pid(), 0);
+        Files.createFile(foreign.resolve("not-ours"));
+        makeOld(foreign);
+        runGroup(1, "next", () -> false, b -> null);
+        assertTrue(Files.isDirectory(recent), "younger than the grace period: kept");
+        assertTrue(Files.isDirectory(otherNamespace), "an owner in another pid namespace may be alive: kept");
+        assertTrue(Files.isDirectory(foreign), "holds a file the bootstrap does not write: kept");
+    }
+
+    @Test
+    void aDirectoryInUseIsKeptEvenWhenOld() throws Exception {
+        // Rank 1 of "busy" joins and waits; its directory is made to look old; another group's rank 0 sweeps.
+        Future<Object> waiting = pool.submit(() -> {
+            try (SharedDirectoryBootstrap b = SharedDirectoryBootstrap.open(root, "busy", 1, 2, TIMEOUT_MS, () -> false)) {
+                return b.allGather(payload(1, 0))[0];
+            }
+        });
+        Path busy = root.resolve(SharedDirectoryBootstrap.DIRECTORY_PREFIX + "busy");
+        while (!Files.exists(busy.resolve("round0-rank1"))) {
+            Thread.sleep(5);
+        }
+        makeOld(busy);
+        runGroup(1, "sweeper", () -> false, b -> null);
+        assertTrue(Files.isDirectory(busy), "a live rank's directory must be kept");
+        try (SharedDirectoryBootstrap b = SharedDirectoryBootstrap.open(root, "busy", 0, 2, TIMEOUT_MS, () -> false)) {
+            assertArrayEquals(payload(1, 0), b.allGather(payload(0, 0))[1]);
+        }
+        assertArrayEquals(payload(0, 0), (byte[]) waiting.get(30, TimeUnit.SECONDS));
+        assertRootEmpty();
+    }
+
+    /** A rendezvous directory of a group that never closed, owned by {@code pid}, untouched for an hour. */
+    private Path leftover(String key, long pid, long startMillis) throws Exception {
+        return leftover(key, pid, startMillis, myNamespace());
+    }
+
+    private Path leftover(String key, long pid, long startMillis, long namespace) throws Exception {
+        Path dir = root.resolve(SharedDirectoryBootstrap.DIRECTORY_PREFIX + key);
+        Files.createDirectory(dir);
+        BootstrapDirectorySweep.record(dir, pid, startMillis, namespace);
+        Files.write(dir.resolve("round0-rank0"), new byte[8]);
+        makeOld(dir);
+        return dir;
+    }
+
+    private static void makeOld(Path dir) throws Exception {
+        Files.setLastModifiedTime(dir, FileTime.from(Instant.now().minus(BootstrapDirectorySweep.GRACE).minusSeconds(3600)));
+    }
+
+    private static long myNamespace() {
+        return BootstrapDirectorySweep.pidNamespace(Path.of("/proc/self/ns/pid"));
     }
 
     private List<Object> runGroup(int n, String key, BooleanSupplier cancelled, RankBody body) throws Exception {
