@@ -26,6 +26,9 @@ b() { # label classpath env... -- args
   env "${envs[@]}" timeout 150 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuAllReduceBench "$@" > "$logs/bench-$label.log" 2>&1
   echo "---- $label: exit $? $(date -u +%T)"; grep -vE "^# settings|^WARNING|^PROBE" "$logs/bench-$label.log" | sed 's/  */ /g' | cut -c1-190
 }
+probes() { # file: its PROBE lines, shortened
+  grep "^PROBE" "$1" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
+}
 A="-b 8 -e 4M -f 4 -n 200 -w 20 -g 1 --ranks-per-gpu 2 --threads"
 if [ -n "$base" ]; then
   cpb="$(ls "$base"/*.jar | tr '\n' ':')$(ls "$dev"/lib/*.jar | grep -vE '/(collective-core|ipc|train|tools)-[0-9]' | tr '\n' ':')"
@@ -36,13 +39,13 @@ b new-float "$cpn" -- $A
 # the launched stream-ordered calls above and below.
 b new-stream-resident "$cpn" SPARKCCL_STREAM_RESIDENT=1 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
-grep "^PROBE" "$logs/bench-new-probe.log" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
+probes "$logs/bench-new-probe.log"
 # RESIDENT_THREADS_SWEEP="64 128 256 512": the resident kernels' block size (SPARKCCL_RESIDENT_THREADS),
 # 8 B - 16 KB (the resident kernel's range), with the probes on, after 3000 warm-up calls per size (the
 # first sizes of a run with -w 20 still run the host side before C2: 4-5 us of host time at 8 B).
 for t in ${RESIDENT_THREADS_SWEEP:-}; do
   b threads-$t "$cpn" SPARKCCL_RESIDENT_THREADS=$t SPARKCCL_PROBE=1 -- -b 8 -e 16K -f ${SWEEP_F:-4} -n 1000 -w 3000 -g 1 --ranks-per-gpu 2 --threads
-  grep "^PROBE" "$logs/bench-threads-$t.log" | grep "rank 0" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
+  probes "$logs/bench-threads-$t.log" | grep "rank 0"
 done
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A

@@ -53,6 +53,8 @@ final class BootstrapDirectorySweep {
             "round\\d+-(rank|read)\\d+|closed-rank\\d+|owner-\\d+-\\d+-\\d+|\\.tmp-.*");
     /** Start times of one process read twice may differ by rounding; a reused pid starts much later. */
     private static final long SAME_START_MS = 1000;
+    private static final Path MY_NAMESPACE_LINK = Paths.get("/proc/self/ns/pid");
+    private static final Pattern NAMESPACE_INODE = Pattern.compile("\\[(\\d+)]");
 
     private BootstrapDirectorySweep() {
     }
@@ -60,7 +62,7 @@ final class BootstrapDirectorySweep {
     /** Records this process as an owner of {@code directory} (once per process; threads share it). */
     static void recordThisProcess(Path directory) throws IOException {
         ProcessHandle self = ProcessHandle.current();
-        record(directory, self.pid(), startMillis(self), pidNamespace(Paths.get("/proc/self/ns/pid")));
+        record(directory, self.pid(), startMillis(self), pidNamespace(MY_NAMESPACE_LINK));
     }
 
     /** Records the owner {@code pid} (start time and pid namespace 0: unknown). */
@@ -78,11 +80,11 @@ final class BootstrapDirectorySweep {
      */
     static List<Path> sweep(Path root, String prefix, Path keep) {
         List<Path> removed = new ArrayList<>();
-        long myNamespace = pidNamespace(Paths.get("/proc/self/ns/pid"));
+        long myNamespace = pidNamespace(MY_NAMESPACE_LINK);
         Instant cutoff = Instant.now().minus(GRACE);
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(root, prefix + "*")) {
             for (Path dir : entries) {
-                if (!dir.equals(keep) && isLeftover(dir, cutoff, myNamespace) && remove(dir)) {
+                if (!dir.equals(keep) && isLeftover(dir, cutoff, myNamespace) && removeWithFiles(dir)) {
                     removed.add(dir);
                 }
             }
@@ -126,8 +128,12 @@ final class BootstrapDirectorySweep {
         return startMillis == 0 || start == 0 || Math.abs(start - startMillis) <= SAME_START_MS;
     }
 
-    /** Deletes the directory's files, then the directory; false where a file appeared meanwhile. */
-    private static boolean remove(Path dir) throws IOException {
+    /**
+     * Deletes the directory's files, then the directory; false where it was gone already or a file
+     * appeared meanwhile (another sweeper took it, or a peer's rename landed). Also the closing rank's
+     * removal of its own group's directory (SharedDirectoryBootstrap).
+     */
+    static boolean removeWithFiles(Path dir) throws IOException {
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
             for (Path f : files) {
                 Files.deleteIfExists(f);
@@ -146,7 +152,7 @@ final class BootstrapDirectorySweep {
     /** The inode of a pid namespace link ({@code pid:[4026531836]}); 0 where there is none (not Linux). */
     static long pidNamespace(Path link) {
         try {
-            Matcher m = Pattern.compile("\\[(\\d+)]").matcher(Files.readSymbolicLink(link).toString());
+            Matcher m = NAMESPACE_INODE.matcher(Files.readSymbolicLink(link).toString());
             return m.find() ? Long.parseLong(m.group(1)) : 0;
         } catch (IOException | UnsupportedOperationException | SecurityException e) {
             return 0;

@@ -3,11 +3,8 @@ package org.sparkccl.core.bootstrap;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
@@ -295,20 +292,12 @@ public final class SharedDirectoryBootstrap implements Bootstrap {
         return true;
     }
 
-    /** Every peer has closed: nothing reads here any more. A peer doing the same at once is harmless. */
+    /**
+     * Every peer has closed: nothing reads here any more. A peer doing the same at once is harmless, and
+     * a peer's rename that lands while we list leaves the directory to that peer's own close.
+     */
     private void removeDirectory() throws IOException {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(directory)) {
-            for (Path f : files) {
-                Files.deleteIfExists(f);
-            }
-        } catch (NoSuchFileException e) {
-            return;
-        }
-        try {
-            Files.deleteIfExists(directory);
-        } catch (DirectoryNotEmptyException e) {
-            // A peer's rename landed while we listed; that peer removes the directory after its own close.
-        }
+        BootstrapDirectorySweep.removeWithFiles(directory);
     }
 
     /** Writes {@code bytes} to a temporary file and renames it to {@code target}: readers see all of it or nothing. */
