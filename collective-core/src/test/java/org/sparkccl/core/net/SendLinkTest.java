@@ -156,9 +156,16 @@ class SendLinkTest {
         in.release();
     }
 
+    /** Compares exactly {@code bytes}: a frame's length need not be a multiple of 8 (FRAME / 3 is not). */
     private static long firstDifference(long a, long b, int bytes) {
-        for (int i = 0; i < bytes; i += 8) {
+        int i = 0;
+        for (; i + 8 <= bytes; i += 8) {
             if (UnsafeApi.getLong(a + i) != UnsafeApi.getLong(b + i)) {
+                return i;
+            }
+        }
+        for (; i < bytes; i++) {
+            if (UnsafeApi.getByte(a + i) != UnsafeApi.getByte(b + i)) {
                 return i;
             }
         }
