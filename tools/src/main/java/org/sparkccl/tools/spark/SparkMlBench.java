@@ -105,6 +105,11 @@ public final class SparkMlBench implements Callable<Integer> {
                     + " all ranks run on one host), spark (BarrierTaskContext.allGather, ~1 s), host"
                     + " (spark.sparkccl.bootstrap) [${DEFAULT-VALUE}]")
     List<String> bootstraps;
+    @Option(names = "--warmup-fits", defaultValue = "2",
+            description = "untimed fits of each method per data set before the timed ones (sparkccl once per bootstrap,"
+                    + " MLlib at the first --mllib-iters), so that the times compared are the JIT-warm ones; their times"
+                    + " are printed and kept in the config column [${DEFAULT-VALUE}]")
+    int warmupFits;
     @Option(names = "--plot", paramLabel = "FILE", description = "draw fit time and validation accuracy of both into FILE (PNG)")
     Path plot;
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
@@ -231,40 +236,81 @@ public final class SparkMlBench implements Callable<Integer> {
         String oursConfig = String.format(Locale.ROOT, "%d ranks, Adam lr %g, %d steps of %d rows (%.1f epochs), tanh",
                 ranks, stepSize, steps, batch, steps * (double) batch / trainRows);
         List<Integer> iterations = methods.contains("mllib") ? mllibIters : List.of();
+        // Warm-up first (the measuring rule: compare after the JIT has warmed up, and say what the first
+        // fits cost): a fresh JVM's first fits of either model take several times a warm one's.
+        Map<String, List<Result>> oursWarmup = new LinkedHashMap<>();
+        List<Result> theirsWarmup = new ArrayList<>();
+        for (int w = 0; w < warmupFits; w++) {
+            System.out.printf(Locale.ROOT, "  warm-up fit %d of %d (untimed in the results)%n", w + 1, warmupFits);
+            if (methods.contains("sparkccl")) {
+                for (String bootstrap : bootstraps) {
+                    oursWarmup.computeIfAbsent(bootstrap, b -> new ArrayList<>())
+                            .add(fitOurs(set, bootstrap, ccl, train, validation, trainRows, validationRows, oursConfig));
+                }
+            }
+            if (!iterations.isEmpty()) {
+                theirsWarmup.add(fitMllib(set, iterations.get(0), inputs, numClasses, train, validation, trainRows, validationRows));
+            }
+        }
         // sparkccl fits once per bootstrap before each MLlib fit, so that each group runs under the same machine load.
         Map<String, List<Result>> ours = new LinkedHashMap<>();
         List<Result> theirs = new ArrayList<>();
         for (int i = 0; i < Math.max(1, iterations.size()); i++) {
             if (methods.contains("sparkccl")) {
                 for (String bootstrap : bootstraps) {
-                    // A job property: this fit's barrier stage meets through this bootstrap, the others as they were.
-                    spark.sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, bootstrap);
-                    try {
-                        ours.computeIfAbsent(bootstrap, b -> new ArrayList<>()).add(fitAndScore(set,
-                                "sparkccl SparkCclMlpClassifier (bootstrap " + bootstrap + ")", ccl, train, validation,
-                                trainRows, validationRows, oursConfig + ", bootstrap " + bootstrap));
-                    } finally {
-                        spark.sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, null);
-                    }
+                    ours.computeIfAbsent(bootstrap, b -> new ArrayList<>())
+                            .add(fitOurs(set, bootstrap, ccl, train, validation, trainRows, validationRows, oursConfig));
                 }
             }
             if (i < iterations.size()) {
-                int iters = iterations.get(i);
-                MultilayerPerceptronClassifier mllib = new MultilayerPerceptronClassifier()
-                        .setLayers(new int[] {inputs, hidden, numClasses}).setMaxIter(iters).setSeed(seed);
-                theirs.add(fitAndScore(set, "MLlib MultilayerPerceptronClassifier (maxIter " + iters + ")", mllib, train,
-                        validation, trainRows, validationRows, String.format(Locale.ROOT,
-                                "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid", iters, mllib.getTol(), mllib.getBlockSize())));
+                Result mllib = fitMllib(set, iterations.get(i), inputs, numClasses, train, validation, trainRows, validationRows);
+                theirs.add(i == 0 ? withWarmup(mllib, theirsWarmup) : mllib);
             }
         }
         List<Result> out = new ArrayList<>();
-        for (List<Result> fits : ours.values()) {
-            out.add(median(fits));
+        for (Map.Entry<String, List<Result>> fits : ours.entrySet()) {
+            out.add(withWarmup(median(fits.getValue()), oursWarmup.getOrDefault(fits.getKey(), List.of())));
         }
         out.addAll(theirs);
         train.unpersist();
         validation.unpersist();
         return out;
+    }
+
+    private Result fitOurs(String set, String bootstrap, SparkCclMlpClassifier ccl, Dataset<Row> train,
+                           Dataset<Row> validation, long trainRows, long validationRows, String oursConfig) {
+        // A job property: this fit's barrier stage meets through this bootstrap, the others as they were.
+        train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, bootstrap);
+        try {
+            return fitAndScore(set, "sparkccl SparkCclMlpClassifier (bootstrap " + bootstrap + ")", ccl, train, validation,
+                    trainRows, validationRows, oursConfig + ", bootstrap " + bootstrap);
+        } finally {
+            train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, null);
+        }
+    }
+
+    private Result fitMllib(String set, int iters, int inputs, int numClasses, Dataset<Row> train, Dataset<Row> validation,
+                            long trainRows, long validationRows) {
+        MultilayerPerceptronClassifier mllib = new MultilayerPerceptronClassifier()
+                .setLayers(new int[] {inputs, hidden, numClasses}).setMaxIter(iters).setSeed(seed);
+        return fitAndScore(set, "MLlib MultilayerPerceptronClassifier (maxIter " + iters + ")", mllib, train,
+                validation, trainRows, validationRows, String.format(Locale.ROOT,
+                        "L-BFGS, maxIter %d, tol %g, blockSize %d, sigmoid", iters, mllib.getTol(), mllib.getBlockSize()));
+    }
+
+    /** {@code r} with the times of the untimed warm-up fits that came before it in its config. */
+    static Result withWarmup(Result r, List<Result> warmup) {
+        if (warmup.isEmpty()) {
+            return r;
+        }
+        StringBuilder times = new StringBuilder();
+        for (Result w : warmup) {
+            times.append(times.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.2f", w.fitSeconds()));
+        }
+        String what = warmup.get(0).method().startsWith("sparkccl") ? "" : " at maxIter " + iterations(warmup.get(0));
+        return new Result(r.set(), r.method(), r.trainRows(), r.validationRows(), r.fitSeconds(), r.validationAccuracy(),
+                String.format(Locale.ROOT, "%s; after %d untimed warm-up fit%s%s (%s s)", r.config(), warmup.size(),
+                        warmup.size() == 1 ? "" : "s", what, times));
     }
 
     private <M extends Model<M>> Result fitAndScore(String set, String method, org.apache.spark.ml.Estimator<M> estimator,

@@ -36,4 +36,18 @@ class SparkMlBenchTest {
         byte[] png = Charts.png(SparkMlBench.chart(results));
         assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG");
     }
+
+    @Test
+    void warmupFitsAreNamedInTheConfigOfTheResultTheyPreceded() {
+        SparkMlBench.Result timed = new SparkMlBench.Result("digits", "MLlib MultilayerPerceptronClassifier (maxIter 10)",
+                1418, 379, 2.5, 0.8, "L-BFGS");
+        SparkMlBench.Result first = new SparkMlBench.Result("digits", "MLlib MultilayerPerceptronClassifier (maxIter 10)",
+                1418, 379, 5.25, 0.8, "L-BFGS");
+        SparkMlBench.Result second = new SparkMlBench.Result("digits", "MLlib MultilayerPerceptronClassifier (maxIter 10)",
+                1418, 379, 3.0, 0.8, "L-BFGS");
+        SparkMlBench.Result r = SparkMlBench.withWarmup(timed, List.of(first, second));
+        assertEquals(2.5, r.fitSeconds());
+        assertEquals("L-BFGS; after 2 untimed warm-up fits at maxIter 10 (5.25, 3.00 s)", r.config());
+        assertEquals(timed, SparkMlBench.withWarmup(timed, List.of()));
+    }
 }
