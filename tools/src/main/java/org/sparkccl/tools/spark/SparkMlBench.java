@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.ml.Model;
 import org.apache.spark.ml.classification.MultilayerPerceptronClassifier;
@@ -145,6 +146,9 @@ public final class SparkMlBench implements Callable<Integer> {
     /** One model's result on one data set. */
     public record Result(String set, String method, long trainRows, long validationRows, double fitSeconds,
                          double validationAccuracy, String config) {
+        Result withConfig(String newConfig) {
+            return new Result(set, method, trainRows, validationRows, fitSeconds, validationAccuracy, newConfig);
+        }
     }
 
     @Override
@@ -243,10 +247,7 @@ public final class SparkMlBench implements Callable<Integer> {
         for (int w = 0; w < warmupFits; w++) {
             System.out.printf(Locale.ROOT, "  warm-up fit %d of %d (untimed in the results)%n", w + 1, warmupFits);
             if (methods.contains("sparkccl")) {
-                for (String bootstrap : bootstraps) {
-                    oursWarmup.computeIfAbsent(bootstrap, b -> new ArrayList<>())
-                            .add(fitOurs(set, bootstrap, ccl, train, validation, trainRows, validationRows, oursConfig));
-                }
+                fitOursOncePerBootstrap(oursWarmup, set, ccl, train, validation, trainRows, validationRows, oursConfig);
             }
             if (!iterations.isEmpty()) {
                 theirsWarmup.add(fitMllib(set, iterations.get(0), inputs, numClasses, train, validation, trainRows, validationRows));
@@ -257,10 +258,7 @@ public final class SparkMlBench implements Callable<Integer> {
         List<Result> theirs = new ArrayList<>();
         for (int i = 0; i < Math.max(1, iterations.size()); i++) {
             if (methods.contains("sparkccl")) {
-                for (String bootstrap : bootstraps) {
-                    ours.computeIfAbsent(bootstrap, b -> new ArrayList<>())
-                            .add(fitOurs(set, bootstrap, ccl, train, validation, trainRows, validationRows, oursConfig));
-                }
+                fitOursOncePerBootstrap(ours, set, ccl, train, validation, trainRows, validationRows, oursConfig);
             }
             if (i < iterations.size()) {
                 Result mllib = fitMllib(set, iterations.get(i), inputs, numClasses, train, validation, trainRows, validationRows);
@@ -277,15 +275,20 @@ public final class SparkMlBench implements Callable<Integer> {
         return out;
     }
 
-    private Result fitOurs(String set, String bootstrap, SparkCclMlpClassifier ccl, Dataset<Row> train,
-                           Dataset<Row> validation, long trainRows, long validationRows, String oursConfig) {
-        // A job property: this fit's barrier stage meets through this bootstrap, the others as they were.
-        train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, bootstrap);
-        try {
-            return fitAndScore(set, "sparkccl SparkCclMlpClassifier (bootstrap " + bootstrap + ")", ccl, train, validation,
-                    trainRows, validationRows, oursConfig + ", bootstrap " + bootstrap);
-        } finally {
-            train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, null);
+    /** One sparkccl fit per bootstrap, each added to {@code fitsByBootstrap} under its bootstrap. */
+    private void fitOursOncePerBootstrap(Map<String, List<Result>> fitsByBootstrap, String set, SparkCclMlpClassifier ccl,
+                                         Dataset<Row> train, Dataset<Row> validation, long trainRows, long validationRows,
+                                         String oursConfig) {
+        for (String bootstrap : bootstraps) {
+            // A job property: this fit's barrier stage meets through this bootstrap, the others as they were.
+            train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, bootstrap);
+            try {
+                fitsByBootstrap.computeIfAbsent(bootstrap, b -> new ArrayList<>()).add(fitAndScore(set,
+                        "sparkccl SparkCclMlpClassifier (bootstrap " + bootstrap + ")", ccl, train, validation,
+                        trainRows, validationRows, oursConfig + ", bootstrap " + bootstrap));
+            } finally {
+                train.sparkSession().sparkContext().setLocalProperty(BOOTSTRAP_PROPERTY, null);
+            }
         }
     }
 
@@ -303,14 +306,11 @@ public final class SparkMlBench implements Callable<Integer> {
         if (warmup.isEmpty()) {
             return r;
         }
-        StringBuilder times = new StringBuilder();
-        for (Result w : warmup) {
-            times.append(times.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.2f", w.fitSeconds()));
-        }
+        String times = warmup.stream().map(w -> String.format(Locale.ROOT, "%.2f", w.fitSeconds()))
+                .collect(Collectors.joining(", "));
         String what = warmup.get(0).method().startsWith("sparkccl") ? "" : " at maxIter " + iterations(warmup.get(0));
-        return new Result(r.set(), r.method(), r.trainRows(), r.validationRows(), r.fitSeconds(), r.validationAccuracy(),
-                String.format(Locale.ROOT, "%s; after %d untimed warm-up fit%s%s (%s s)", r.config(), warmup.size(),
-                        warmup.size() == 1 ? "" : "s", what, times));
+        return r.withConfig(String.format(Locale.ROOT, "%s; after %d untimed warm-up fit%s%s (%s s)", r.config(),
+                warmup.size(), warmup.size() == 1 ? "" : "s", what, times));
     }
 
     private <M extends Model<M>> Result fitAndScore(String set, String method, org.apache.spark.ml.Estimator<M> estimator,
@@ -352,9 +352,8 @@ public final class SparkMlBench implements Callable<Integer> {
         if (fits.size() == 1) {
             return m;
         }
-        return new Result(m.set(), m.method(), m.trainRows(), m.validationRows(), m.fitSeconds(), m.validationAccuracy(),
-                String.format(Locale.ROOT, "%s; median of %d fits, %.2f-%.2f s, one before each MLlib fit", m.config(),
-                        fits.size(), byTime.get(0).fitSeconds(), byTime.get(byTime.size() - 1).fitSeconds()));
+        return m.withConfig(String.format(Locale.ROOT, "%s; median of %d fits, %.2f-%.2f s, one before each MLlib fit",
+                m.config(), fits.size(), byTime.get(0).fitSeconds(), byTime.get(byTime.size() - 1).fitSeconds()));
     }
 
     /**
