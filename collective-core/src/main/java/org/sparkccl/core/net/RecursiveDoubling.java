@@ -51,11 +51,17 @@ final class RecursiveDoubling implements AutoCloseable {
     private final long pollNs;
     private final boolean yieldWhilePolling;
     private final int maxBytes;
+    /** Calls of more bytes than this go by {@link #halveThenDouble}; up to it, by doubling the whole vector. */
+    private final int halvingFromBytes;
+    /** The window of elements each halving level split, for the all-gather to retrace. */
+    private final long[] windowLo = new long[32];
+    private final long[] windowHi = new long[32];
     /** The number of the collective running now (see {@link DirectLink#readSome}). */
     private long call;
 
-    private RecursiveDoubling(int pos, int n, WaitLoop wait, long pollNs, boolean yieldWhilePolling, int maxBytes)
-            throws IOException {
+    private RecursiveDoubling(int pos, int n, WaitLoop wait, long pollNs, boolean yieldWhilePolling, int maxBytes,
+                              int halvingFromBytes) throws IOException {
+        this.halvingFromBytes = halvingFromBytes;
         this.yieldWhilePolling = yieldWhilePolling;
         this.pos = pos;
         this.n = n;
@@ -71,11 +77,11 @@ final class RecursiveDoubling implements AutoCloseable {
      * lower of two connects, the higher takes it from its listener. Collective: every rank of the group.
      */
     static RecursiveDoubling connect(SocketListener listener, RankInfo[] all, int[] group, int pos, int tag,
-                                     int maxBytes, long pollNs, boolean yieldWhilePolling, WaitLoop wait, long deadlineNs,
-                                     BooleanSupplier cancelled) {
+                                     int maxBytes, int halvingFromBytes, long pollNs, boolean yieldWhilePolling, WaitLoop wait,
+                                     long deadlineNs, BooleanSupplier cancelled) {
         RecursiveDoubling rd;
         try {
-            rd = new RecursiveDoubling(pos, group.length, wait, pollNs, yieldWhilePolling, maxBytes);
+            rd = new RecursiveDoubling(pos, group.length, wait, pollNs, yieldWhilePolling, maxBytes, halvingFromBytes);
         } catch (IOException e) {
             throw new CclException("rank " + group[pos] + ": cannot open a selector for the direct connections: " + e, e);
         }
@@ -179,23 +185,93 @@ final class RecursiveDoubling implements AutoCloseable {
         } else {
             newRank = pos - rem;
         }
-        for (int mask = 1; mask < p; mask <<= 1) {
-            DirectLink partner = byPos[place(newRank ^ mask, rem)];
-            partner.startFrame(headers, cur, bytes);
-            // Both: the frame must be out before recv, which it may be, is written.
-            await(partner, true, bytes, step++);
-            check.check(partner, bytes);
-            Reduction.reduce(type, op, partner.bodyAddress(), cur, recv, count);
-            partner.consumed();
-            cur = recv;
-        }
-        if (op == ReduceOp.AVG) {
-            Reduction.divide(type, recv, count, n);
+        if (bytes > halvingFromBytes && p > 1) {
+            halveThenDouble(headers, cur, recv, count, type, op, check, newRank, rem, step);
+            step += 2 * Integer.numberOfTrailingZeros(p);
+        } else {
+            for (int mask = 1; mask < p; mask <<= 1) {
+                DirectLink partner = byPos[place(newRank ^ mask, rem)];
+                partner.startFrame(headers, cur, bytes);
+                // Both: the frame must be out before recv, which it may be, is written.
+                await(partner, true, bytes, step++);
+                check.check(partner, bytes);
+                Reduction.reduce(type, op, partner.bodyAddress(), cur, recv, count);
+                partner.consumed();
+                cur = recv;
+            }
+            if (op == ReduceOp.AVG) {
+                Reduction.divide(type, recv, count, n);
+            }
         }
         if (pos < 2 * rem) {
             DirectLink partner = byPos[pos - 1];
             partner.startFrame(headers, recv, bytes);
             await(partner, false, bytes, step);
+        }
+    }
+
+    /**
+     * The exchanges of the p ranks for larger calls (Rabenseifner's, as OpenMPI's tuned all-reduce for
+     * larger counts): a reduce-scatter by recursive halving, then an all-gather by recursive doubling,
+     * with the same partners as {@link #allReduce}'s doubling. At each of the log2 p halving steps a
+     * rank sends its partner the half of its window that the partner keeps and reduces the other half
+     * with what the partner sent; the all-gather then retraces the steps backwards, each rank sending
+     * its reduced window and copying in its partner's. Each rank so sends (p - 1)/p of the vector each
+     * way, 2(p - 1)/p in all, as the ring does, where the doubling sends log2 p times it, in 2 log2 p
+     * exchanges where the ring needs 2(p - 1) steps and its I/O threads' hand-offs. {@code cur} holds
+     * this rank's data so far (the caller's, or its pair's sum); the result is in {@code recv}.
+     */
+    private void halveThenDouble(long headers, long cur, long recv, long count, DataType type, ReduceOp op,
+                                 HeaderCheck check, int newRank, int rem, int step) {
+        int es = type.size();
+        int p = Integer.highestOneBit(n);
+        int levels = Integer.numberOfTrailingZeros(p);
+        long lo = 0;
+        long hi = count;
+        for (int level = 0; level < levels; level++) {
+            int mask = 1 << level;
+            DirectLink partner = byPos[place(newRank ^ mask, rem)];
+            long mid = lo + (hi - lo) / 2;
+            boolean keepLow = (newRank & mask) == 0; // both ends split alike: the lower rank keeps the lower half
+            long sendLo = keepLow ? mid : lo;
+            long sendHi = keepLow ? hi : mid;
+            long keepLo = keepLow ? lo : mid;
+            long keepHi = keepLow ? mid : hi;
+            windowLo[level] = lo;
+            windowHi[level] = hi;
+            partner.startFrame(headers, cur + sendLo * es, (int) ((sendHi - sendLo) * es));
+            int expected = (int) ((keepHi - keepLo) * es);
+            // Both: the frame, read from cur (which may be recv), must be out before recv is written.
+            await(partner, true, expected, step++);
+            check.check(partner, expected);
+            Reduction.reduce(type, op, partner.bodyAddress(), cur + keepLo * es, recv + keepLo * es, keepHi - keepLo);
+            partner.consumed();
+            cur = recv;
+            lo = keepLo;
+            hi = keepHi;
+        }
+        if (op == ReduceOp.AVG) {
+            Reduction.divide(type, recv + lo * es, hi - lo, n);
+        }
+        for (int level = levels - 1; level >= 0; level--) {
+            int mask = 1 << level;
+            DirectLink partner = byPos[place(newRank ^ mask, rem)];
+            long parentLo = windowLo[level];
+            long parentHi = windowHi[level];
+            // The partner holds the other half of the window both held before this level's halving.
+            boolean keptLow = (newRank & mask) == 0;
+            long otherLo = keptLow ? hi : parentLo;
+            long otherHi = keptLow ? parentHi : lo;
+            partner.startFrame(headers, recv + lo * es, (int) ((hi - lo) * es));
+            int expected = (int) ((otherHi - otherLo) * es);
+            await(partner, true, expected, step++);
+            check.check(partner, expected);
+            if (expected > 0) {
+                BulkCopy.copy(partner.bodyAddress(), recv + otherLo * es, expected);
+            }
+            partner.consumed();
+            lo = parentLo;
+            hi = parentHi;
         }
     }
 

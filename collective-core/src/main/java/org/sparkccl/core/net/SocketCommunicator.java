@@ -31,8 +31,9 @@ import org.sparkccl.core.warmup.WarmUp;
  * {@link RingCollectives} on {@link SocketPrimitives}. Every collective first sends its 32-byte
  * header round the ring, so that ranks whose calls differ fail (a failing rank's abort travels on
  * round the ring with its message). All-reduces of up to {@link Params#SOCKET_SMALL_BYTES} go by
- * {@link RecursiveDoubling} over direct connections instead, their headers on every frame. Ranks are
- * numbered by their place in the group.
+ * {@link RecursiveDoubling} over direct connections instead, their headers on every frame, and
+ * those up to {@link Params#SOCKET_HALVING_BYTES} over the same connections by halving, then
+ * doubling. Ranks are numbered by their place in the group.
  */
 public final class SocketCommunicator implements Communicator {
     static {
@@ -135,16 +136,18 @@ public final class SocketCommunicator implements Communicator {
         boolean splitSteps = split < 0 ? NetRound.coresForParallelLinks(all, connections) : split > 0;
         primitives = new SocketPrimitives(ring, wait, slotBytes, splitSteps);
         long smallBytes = Math.min(params.get(Params.SOCKET_SMALL_BYTES), Integer.MAX_VALUE / 2);
+        long directBytes = Math.max(smallBytes, Math.min(params.get(Params.SOCKET_HALVING_BYTES), Integer.MAX_VALUE / 2));
         if (smallBytes > 0 && !"Ring".equalsIgnoreCase(params.get(Params.ALGO))) {
             boolean oversubscribed = all[me].ranksOnHost(all) > Runtime.getRuntime().availableProcessors();
             long pollUs = params.get(Params.SOCKET_POLL_US);
             if (pollUs < 0) {
                 pollUs = oversubscribed ? OVERSUBSCRIBED_POLL_US : DEFAULT_POLL_US;
             }
-            small = RecursiveDoubling.connect(listener, all, group, rank, tag, (int) smallBytes,
+            small = RecursiveDoubling.connect(listener, all, group, rank, tag, (int) directBytes, (int) smallBytes,
                     TimeUnit.MICROSECONDS.toNanos(pollUs), oversubscribed, wait, deadline, cancelled);
             log.info(Subsys.NET, "Direct %02d : %d -> %s for all-reduces up to %d B (recursive doubling over direct"
-                    + " connections; polls %d us)", tag, me, partnerRanks(), smallBytes, pollUs);
+                    + " connections, halving then doubling above %d B; polls %d us)", tag, me, partnerRanks(), directBytes,
+                    smallBytes, pollUs);
         }
         StringBuilder text = new StringBuilder();
         for (int i = 0; i <= size; i++) {

@@ -80,6 +80,13 @@ public final class Params {
                     + " exchanges, as OpenMPI's small all-reduce) over direct connections that the ranks' own threads"
                     + " read and write, instead of the ring and its I/O threads; 0 never (nor with ALGO=Ring). Must be"
                     + " the same on every rank", Params::parseSize);
+    public static final Param<Long> SOCKET_HALVING_BYTES = define("SOCKET_HALVING_BYTES", 1L << 20,
+            "all-reduces of more than SOCKET_SMALL_BYTES and up to this many bytes over the socket transport go"
+                    + " over the same direct connections by recursive halving, then doubling (Rabenseifner's: the"
+                    + " ring's bytes in 2 log2 n exchanges, no I/O threads) instead of the ring; each direct"
+                    + " connection then holds a receive buffer of this size; 0 never, nor where SOCKET_SMALL_BYTES is 0."
+                    + " Must be the same on every rank",
+            Params::parseSize);
     public static final Param<Long> SOCKET_POLL_US = define("SOCKET_POLL_US", -1L,
             "microseconds a rank polls its direct socket connections (small all-reduces) before it sleeps in the"
                     + " kernel until the bytes come; -1: 50 where the host has a core for each of its ranks, else 1000,"

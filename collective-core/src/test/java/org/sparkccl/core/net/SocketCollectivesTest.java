@@ -7,9 +7,12 @@ import java.util.function.IntFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.sparkccl.core.DataType;
 import org.sparkccl.core.ReduceOp;
 import org.sparkccl.core.check.CollectiveCheck;
+import org.sparkccl.core.check.ReferenceCheck;
+import org.sparkccl.core.memory.HostStagingBuffer;
 
 /**
  * Every type and op over the socket engines, ranks as threads on pretend hosts: one ring over TCP
@@ -41,6 +44,34 @@ class SocketCollectivesTest {
             check.allReduce(comm, DataType.INT8, ReduceOp.MAX, 262_147);
             check.others(comm, DataType.FLOAT64, 65_537);
             assertEquals(0, check.wrong(), "rank " + comm.rank() + ": wrong elements (see stderr)");
+        });
+    }
+
+    /**
+     * The halving-then-doubling path (SOCKET_HALVING_BYTES) with every type and op, at counts that
+     * leave some ranks windows of one element or none, powers of two and not (the pairs that fold
+     * first), in place and out of place (the caller's input left as it was).
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3, 4, 5, 6, 8})
+    void halvingThenDoublingMatchesTheReference(int n) throws Exception {
+        // Everything above 1 byte goes by halving: the doubling path keeps only 1-byte calls.
+        Map<String, String> settings = Map.of("SPARKCCL_SOCKET_SMALL_BYTES", "1", "SPARKCCL_SOCKET_HALVING_BYTES", "1M");
+        SocketRanks.run(n, r -> "host" + r, settings, comm -> {
+            CollectiveCheck check = new CollectiveCheck(SEED, System.err).runAll(comm, new long[] {2, 3, 7, 1001, 65_537}, 1001);
+            long wrong = check.wrong();
+            for (long count : new long[] {5, 100_003, 262_144}) {
+                ReferenceCheck ref = new ReferenceCheck(DataType.FLOAT32, ReduceOp.SUM, n,
+                        ReferenceCheck.seed(SEED, "out of place", count));
+                try (HostStagingBuffer send = new HostStagingBuffer(count * 4);
+                     HostStagingBuffer recv = new HostStagingBuffer(count * 4)) {
+                    ref.fillInput(comm.rank(), send.address(), 0, count);
+                    comm.allReduce(send.address(), recv.address(), count, DataType.FLOAT32, ReduceOp.SUM);
+                    wrong += ref.checkReduced(recv.address(), 0, count).wrong();
+                    wrong += ref.checkCopy(comm.rank(), send.address(), 0, count).wrong();
+                }
+            }
+            assertEquals(0, wrong, "rank " + comm.rank() + ": wrong elements (see stderr)");
         });
     }
 }
