@@ -166,7 +166,7 @@ final class DirectLink implements AutoCloseable {
                 }
                 if (n < 2 * CollectiveHeader.BYTES || n > in.capacity() - 4) {
                     throw fail(new CclException("rank " + rank + ": " + peerName + " sent a direct frame of " + n
-                            + " bytes where at most " + (in.capacity() - 4) + " fit: different SPARKCCL_SOCKET_SMALL_BYTES"
+                            + " bytes where at most " + (in.capacity() - 4) + " fit: different SPARKCCL_SOCKET_SMALL_BYTES or SPARKCCL_SOCKET_HALVING_BYTES"
                             + " settings or sparkccl versions on the two ranks?"));
                 }
                 frameLength = n;
