@@ -1,6 +1,7 @@
 package org.sparkccl.core.net;
 
 import java.io.IOException;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -75,6 +76,13 @@ final class DirectLink implements AutoCloseable {
         try {
             LinkKeepalive.enable(channel);
             channel.configureBlocking(false);
+            // A send buffer a whole halving step fits in (as SendLink's): the rank's one write then
+            // hands the kernel the frame, and the rank goes on to read instead of waiting for room,
+            // which depends on the peer's reads and its window updates. Left to autotuning the buffer
+            // starts at 16 KB, and on the 2-core VM 2 ranks' 1 MB calls had stalls of 4-26 ms (a few
+            // in 100 calls) that a 4 MB buffer did not show (docs/perf/socket-allreduce-notes.md).
+            // The kernel caps it at net.core.wmem_max (see SendLink).
+            channel.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
         } catch (IOException e) {
             close();
             throw new PeerFailedException(peer, "rank " + rank + ": cannot set up the direct connection with " + peerName
