@@ -29,7 +29,11 @@ import org.sparkccl.core.wait.WaitLoop;
  * writes each frame in one gathering write and reads its partner's socket itself, polling it for
  * {@code pollNs}, then asleep in a selector that the bytes wake, so no reader thread stands between
  * the socket and the reduction. The price: log2 n times the data per rank where the ring sends 2(n -
- * 1)/n, which is why it serves small calls only ({@code SPARKCCL_SOCKET_SMALL_BYTES}).
+ * 1)/n, which is why it serves small calls only ({@code SPARKCCL_SOCKET_SMALL_BYTES}). Larger calls,
+ * up to {@code SPARKCCL_SOCKET_HALVING_BYTES}, go over the same links by {@link #halveThenDouble}:
+ * the ring's bytes, still without I/O threads (2 ranks, 1 MB, loopback, 2 cores: 200-270 us a call
+ * against the ring's 420-460, docs/perf/socket-allreduce-notes.md). Beyond that the ring wins: its I/O
+ * threads keep the socket busy while the rank reduces (2 ranks, 4 MB: 2.4 against 6.4 ms a call).
  *
  * <p>Failures as on the ring: every frame carries the sender's headers, checked before its data is
  * used (a partner in another call fails both at once); a partner that dies ends its stream, seen at
