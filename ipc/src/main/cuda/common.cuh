@@ -61,6 +61,23 @@ __device__ __forceinline__ void stVolatile64(volatile uint64_t* p, uint64_t v) {
     asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+// Programmatic dependent launch (sm_90): a kernel launched with it (cuLaunchKernelEx, attribute
+// PROGRAMMATIC_STREAM_SERIALIZATION) is started while the kernel before it on the stream still runs, once
+// that one's blocks have all called launch_dependents (or ended); gridDependencyWait then holds it until
+// that kernel has completed and its memory is visible. So the launch latency of the next kernel overlaps
+// the end of this one. Both are no-ops for a kernel launched without the attribute.
+__device__ __forceinline__ void gridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void gridDependencyLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 __device__ __forceinline__ uint64_t globalTimerNs() {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -334,9 +351,15 @@ __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volat
     } else if (gridDim.x != 1) {
         __threadfence();  // for the count of finished blocks; one block's kernel is ordered by the stream alone
     }
-    unsigned int* done = (unsigned int*)comm->blocksDone;
-    if (gridDim.x == 1 || atomicAdd(done, 1u) == gridDim.x - 1) {
-        if (gridDim.x != 1) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+    // One block ends the call by itself: no read of the counter's address (a round trip to L2 on the way
+    // out of every small kernel).
+    bool last = true;
+    if (gridDim.x != 1) {
+        unsigned int* done = (unsigned int*)comm->blocksDone;
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+        if (last) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+    }
+    if (last) {
         if (numbers != nullptr) {
             countCall(comm, *numbers, oneShot);
         } else {
