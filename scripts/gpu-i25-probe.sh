@@ -28,7 +28,7 @@ grep -hE "^FLOOR|exit [1-9]|Exception" "$logs/floors-java.log" "$logs/floors-tor
 b() { # label classpath env... -- args
   local label=$1 cp=$2; shift 2; local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
   env "${envs[@]}" timeout 150 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuAllReduceBench "$@" > "$logs/bench-$label.log" 2>&1
-  echo "---- $label: exit $? $(date -u +%T)"; grep -vE "^# settings|^WARNING|^PROBE" "$logs/bench-$label.log" | sed 's/  */ /g' | cut -c1-190
+  echo "---- $label: exit $? $(date -u +%T)"; grep -vE "^# settings|^WARNING|^PROBE|^STREAM" "$logs/bench-$label.log" | sed 's/  */ /g' | cut -c1-190
 }
 probes() { # file: its PROBE lines, shortened
   grep "^PROBE" "$1" | sed 's/calls, us from start: //; s/ (ranks on one GPU.*//' | cut -c1-230
@@ -41,6 +41,7 @@ if [ -n "$base" ]; then
   b base-float "$cpb" -- $A
 fi
 b new-float "$cpn" -- $A
+grep "^STREAM rank 0" "$logs/bench-new-float.log" | cut -c1-120
 # Programmatic dependent launch off (small one-shot kernels launched plainly), in the same run.
 b new-nopdl "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
