@@ -63,7 +63,9 @@ if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A
 b new-nopdl2 "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
 b new-bf16 "$cpn" -- $A -d bfloat16
-b new-large "$cpn" -- -b 128M -e 256M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads --blocking-only
+L="-b 128M -e 256M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads --blocking-only"
+if [ -n "$base" ]; then b base-large "$cpb" -- $L; fi
+b new-large "$cpn" -- $L
 # One rank per process (2 processes on the one GPU: their contexts time-slice, so correctness only), and
 # allreduce-perf's CUDA-graph mode (-G, as nccl-tests) there.
 b procs "$cpn" -- -b 8 -e 64K -f 8 -n 5 -w 2 -g 1 --ranks-per-gpu 2
