@@ -1,6 +1,5 @@
 package org.sparkccl.ipc.cuda;
 
-import com.sun.jna.Native;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jcuda.driver.CUfunction;
@@ -16,9 +15,8 @@ import org.sparkccl.core.jdk.JdkAccess;
  * order is kept, and the launch latency of a small kernel overlaps the end of the one before it; in a
  * CUDA graph the capture turns it into a programmatic edge, so the same holds on replay.
  *
- * <p>JCuda 12.0.0 has no {@code cuLaunchKernelEx}, so it is bound here through JNA's direct mapping, as
- * {@link StreamMemOps} binds the batch of stream memory operations. The launch configuration lives in
- * one direct buffer reused by every launch: not thread safe (one per communicator).
+ * <p>JCuda 12.0.0 has no {@code cuLaunchKernelEx}: it goes through {@link DriverDirect}. The launch
+ * configuration lives in one direct buffer reused by every launch: not thread safe (one per communicator).
  */
 public final class ProgrammaticLaunch {
     static {
@@ -69,7 +67,7 @@ public final class ProgrammaticLaunch {
 
     /** Null where {@code cuLaunchKernelEx} can be called, else why not (no driver library, or no such symbol). */
     public static String unavailable() {
-        return Driver.UNAVAILABLE;
+        return DriverDirect.UNAVAILABLE;
     }
 
     /** Queues {@code function} on {@code stream}, {@code blocks} blocks of {@code threads}, with the arguments given. */
@@ -77,26 +75,9 @@ public final class ProgrammaticLaunch {
         block.putInt(GRID_X, blocks);
         block.putInt(BLOCK_X, threads);
         block.putLong(STREAM, Cuda.handleAddress(stream.handle()));
-        int rc = Driver.cuLaunchKernelEx(blockAddress, Cuda.handleAddress(function), paramsAddress, 0L);
+        int rc = DriverDirect.cuLaunchKernelEx(blockAddress, Cuda.handleAddress(function), paramsAddress, 0L);
         if (rc != 0) {
             Cuda.check(rc, "cuLaunchKernelEx(programmatic stream serialization, " + blocks + " blocks)", where);
         }
-    }
-
-    private static final class Driver {
-        static final String UNAVAILABLE;
-
-        static {
-            String reason = null;
-            try {
-                Native.register(Driver.class, "libcuda.so.1");
-            } catch (LinkageError | RuntimeException e) {
-                reason = "the CUDA driver's cuLaunchKernelEx could not be bound through JNA: " + e;
-            }
-            UNAVAILABLE = reason;
-        }
-
-        /** {@code config} is a CUlaunchConfig*, {@code f} a CUfunction, {@code kernelParams} a void**, all as addresses. */
-        static native int cuLaunchKernelEx(long config, long f, long kernelParams, long extra);
     }
 }
