@@ -20,7 +20,7 @@ cpn="$(ls "$dev"/lib/*.jar | tr '\n' ':')"
 # ONLY_JUNIT=1: the tests alone (a device call of its own when the whole run would not fit one); SELECT=none:
 # no tests.
 if [ -z "${ONLY_JUNIT:-}" ]; then
-echo "== floors $(date -u +%T)"
+echo "== floors $(date -u +%T), clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 timeout 120 "$java" "${jvm[@]}" -cp "$cpn" org.sparkccl.tools.perf.GpuFloorsBench -n 2000 -w 500 > "$logs/floors-java.log" 2>&1
 echo "exit $?" >> "$logs/floors-java.log"
 timeout 100 python3 "$dev/gpu_floors.py" 2000 > "$logs/floors-torch.log" 2>&1; echo "exit $?" >> "$logs/floors-torch.log"
