@@ -14,6 +14,8 @@
 #define SCCL_STEPS 8
 #define SCCL_MAX_CHANNELS 64
 #define SCCL_MAX_THREADS 512
+// The most blocks of a one-shot kernel that lets the next kernel on its stream launch early (Params.PDL_MAX_BLOCKS' limit).
+#define PDL_MAX_BLOCKS 16
 #define SCCL_MAX_ONESHOT_RANKS 8
 
 enum { KIND_ALL_REDUCE = 0, KIND_REDUCE_SCATTER = 1, KIND_ALL_GATHER = 2, KIND_BROADCAST = 3, KIND_BARRIER = 4 };

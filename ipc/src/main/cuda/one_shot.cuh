@@ -26,16 +26,41 @@ struct OneShotStamps {
     uint64_t start, bell, pushed, peer, body;
 };
 
+// What a one-shot call needs of DevComm that never changes while the communicator lives, copied into
+// the block's shared memory: a launched kernel reads it before it waits for the kernel before it
+// (programmatic dependent launch), the resident kernel once for its whole life, so that a call's first
+// reads are only those that depend on the call (its numbers, its input). From global memory the inbox
+// pointer was a second read after rank and nranks (its index depends on them), on the push's path.
+struct OneShotPeers {
+    int n;
+    int r;
+    int64_t inboxLines;
+    uint4* inbox[SCCL_MAX_ONESHOT_RANKS];  // rank d's inboxes as this GPU addresses them (mine included)
+    uint64_t* probe;                       // DevComm.probe: read at the call's end, where a kernel would wait for it
+};
+
+// Every thread calls it; a barrier must come between it and the first use.
+__device__ __forceinline__ void loadOneShotPeers(const DevComm* comm, OneShotPeers& p) {
+    const int t = (int)threadIdx.x;
+    if (t < SCCL_MAX_ONESHOT_RANKS) p.inbox[t] = (uint4*)comm->oneShot.peer[t];
+    if (t == 0) {
+        p.n = (int)comm->nranks;
+        p.r = (int)comm->rank;
+        p.inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
+        p.probe = (uint64_t*)comm->probe;
+    }
+}
+
 template <class R, typename S>
-__device__ __noinline__ void oneShotReduce(const CollArgs& a, const DevComm* comm, Waiter& w, int64_t first,
+__device__ __noinline__ void oneShotReduce(const CollArgs& a, const OneShotPeers& p, Waiter& w, int64_t first,
                                            int64_t end, int64_t nbytes, uint32_t flag, int parity, int tid, int nthreads,
                                            OneShotStamps& t) {
-    const int n = (int)comm->nranks;
-    const int r = (int)comm->rank;
+    const int n = p.n;
+    const int r = p.r;
     const char* send = (const char*)a.send;
     char* recv = (char*)a.recv;
-    const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
-    uint4* mine = (uint4*)comm->oneShot.peer[r];
+    const int64_t inboxLines = p.inboxLines;
+    uint4* mine = p.inbox[r];
     for (int64_t i = first + tid; i < end; i += nthreads) {
         const int64_t off = i * 8;
         const int bytes = (int)min((int64_t)8, nbytes - off);
@@ -123,7 +148,19 @@ __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* com
     __syncwarp();
 }
 
-// One one-shot all-reduce by this block set (launched: every block of the grid; resident: one block).
+// A barrier over the block's first `threads` threads (whole warps): the whole block where they are all
+// of it (barrier 0, __syncthreads), else named barrier 1, which the resident kernel's threads that sit a
+// small call out never reach.
+__device__ __forceinline__ void syncThreads(int threads) {
+    if (threads == (int)blockDim.x) {
+        __syncthreads();
+    } else {
+        asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+    }
+}
+
+// One one-shot all-reduce by this block set (launched: every block of the grid; resident: one block, of
+// which the call's first `threads` threads take part).
 // Block 0's last warp carries the header (oneShotHeader); the other threads move the data. Every read
 // the push depends on - the call's numbers (flag and parity), the abort word, the peers' inboxes and
 // the first input line - is issued before any of them is used: chained, these round trips to L2 were
@@ -132,18 +169,19 @@ __device__ __noinline__ void oneShotHeader(const CollArgs& a, const DevComm* com
 // its barrier is skipped for this). Returns the call's numbers (read once, at the start) for the count
 // that ends the call.
 template <template <int> class RED>
-__device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waiter& w, OneShotStamps& t) {
+__device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, const OneShotPeers& p, Waiter& w,
+                                   OneShotStamps& t, int threads) {
     typedef typename RED<OP_SUM>::S S;
-    const int n = (int)comm->nranks;
-    const int r = (int)comm->rank;
+    const int n = p.n;
+    const int r = p.r;
     const int64_t nbytes = (int64_t)a.count * (int64_t)sizeof(S);
     const int64_t nlines = max64(1, (nbytes + 7) / 8);  // an empty call still exchanges one line
     const int64_t per = (nlines + gridDim.x - 1) / gridDim.x;
     const int64_t first = min64(nlines, (int64_t)blockIdx.x * per);
     const int64_t end = min64(nlines, first + per);
-    const int64_t inboxLines = (int64_t)(comm->oneShot.inboxBytes / 16);
+    const int64_t inboxLines = p.inboxLines;
     const char* send = (const char*)a.send;
-    const int nthreads = blockIdx.x == 0 ? (int)blockDim.x - 32 : (int)blockDim.x;
+    const int nthreads = blockIdx.x == 0 ? threads - 32 : threads;
     const int tid = (int)threadIdx.x;
     const bool header = blockIdx.x == 0 && tid >= nthreads;
     // The first line's input, before the volatile reads below (the compiler keeps memory accesses in
@@ -177,7 +215,7 @@ __device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waite
                     if (j >= end) break;
                     for (int k = 1; k < n; k++) {
                         const int d = (r + k) % n;  // peers in a different order on each rank: spreads the links' load
-                        uint4* line = (uint4*)comm->oneShot.peer[d] + (int64_t)(parity * n + r) * inboxLines + j;
+                        uint4* line = p.inbox[d] + (int64_t)(parity * n + r) * inboxLines + j;
                         stVolatile16(line, (uint32_t)v[u], flag, (uint32_t)(v[u] >> 32), flag);
                     }
                 }
@@ -188,23 +226,23 @@ __device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, Waite
         // peer's inbox harms nobody, and waiting for that read before the push would delay every call.
         if (abortedBefore != 0) w.raise(STATUS_PEER_ABORT);
         switch (a.op) {
-            case OP_SUM: oneShotReduce<RED<OP_SUM>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
-            case OP_PROD: oneShotReduce<RED<OP_PROD>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
-            case OP_MIN: oneShotReduce<RED<OP_MIN>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
-            case OP_MAX: oneShotReduce<RED<OP_MAX>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
-            default: oneShotReduce<RED<OP_AVG>, S>(a, comm, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_SUM: oneShotReduce<RED<OP_SUM>, S>(a, p, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_PROD: oneShotReduce<RED<OP_PROD>, S>(a, p, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_MIN: oneShotReduce<RED<OP_MIN>, S>(a, p, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            case OP_MAX: oneShotReduce<RED<OP_MAX>, S>(a, p, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
+            default: oneShotReduce<RED<OP_AVG>, S>(a, p, w, first, end, nbytes, flag, parity, tid, nthreads, t); break;
         }
     }
-    __syncthreads();
+    syncThreads(threads);
     if (tid == 0) t.body = globalTimerNs();
     return calls;
 }
 
 // Thread 0 of block 0, after the call's end: its stamps into the probe ring (when probes are on).
-__device__ __forceinline__ void storeProbes(const DevComm* comm, const CallNumbers& calls, const OneShotStamps& t,
+__device__ __forceinline__ void storeProbes(const OneShotPeers& p, const CallNumbers& calls, const OneShotStamps& t,
                                             uint64_t endNs) {
-    uint64_t* slot = probeSlot(comm, calls.seq);
-    if (slot == nullptr) return;
+    if (p.probe == nullptr) return;
+    uint64_t* slot = p.probe + (uint64_t)(calls.seq % PROBE_SLOTS) * PROBE_WORDS;
     slot[PROBE_START] = t.start;
     slot[PROBE_BELL] = t.bell;
     slot[PROBE_PUSHED] = t.pushed;
@@ -217,12 +255,27 @@ __device__ __forceinline__ void storeProbes(const DevComm* comm, const CallNumbe
 template <template <int> class RED>
 __device__ void oneShotKernel(const CollArgs& a) {
     __shared__ volatile int abortedShared;
+    __shared__ OneShotPeers peers;
     const DevComm* comm = (const DevComm*)a.comm;
-    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags, false);
+    // Launched with programmatic dependent launch (GpuLauncher), this kernel may start while the kernel
+    // before it on the stream still runs. What never changes is read first, then it waits until that
+    // kernel has ended and its writes are visible (a no-op when launched without it), then lets the next
+    // one start its own launch. Only a small kernel does: a waiting kernel holds its blocks on the GPU, and
+    // where ranks share a GPU those must leave room for the peer's blocks this one waits for (GpuLauncher
+    // launches only one-shot kernels of at most PDL_MAX_BLOCKS this way; a larger one lets them start at
+    // its end).
+    loadOneShotPeers(comm, peers);
+    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags | ARG_FLAG_STREAM, false);  // its barrier orders peers
+    gridDependencyWait();
+    if (gridDim.x <= PDL_MAX_BLOCKS) gridDependencyLaunchDependents();
+    w.start = globalTimerNs();
+    if (blockIdx.x == 0 && threadIdx.x == 0 && (a.flags & ARG_FLAG_STREAM) == 0) {
+        *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
+    }
     OneShotStamps t = {w.start, 0, 0, 0, 0};
-    const CallNumbers calls = oneShotBody<RED>(a, comm, w, t);
+    const CallNumbers calls = oneShotBody<RED>(a, comm, peers, w, t, (int)blockDim.x);
     if (threadIdx.x == 0) {
         finish(comm, a.ticket, true, w.hostStatus, a.flags, &calls);
-        if (blockIdx.x == 0) storeProbes(comm, calls, t, globalTimerNs());
+        if (blockIdx.x == 0) storeProbes(peers, calls, t, globalTimerNs());
     }
 }

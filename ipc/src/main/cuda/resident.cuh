@@ -53,46 +53,72 @@ __device__ __forceinline__ CollArgs residentArgs(uint64_t comm, const uint4* lin
     return a;
 }
 
-__device__ __forceinline__ CallNumbers residentOneShot(const CollArgs& a, const DevComm* comm, Waiter& w,
-                                                       OneShotStamps& t) {
+__device__ __forceinline__ CallNumbers residentOneShot(const CollArgs& a, const DevComm* comm, const OneShotPeers& p,
+                                                       Waiter& w, OneShotStamps& t, int threads) {
     switch (a.type) {
-        case 0: return oneShotBody<RedF32>(a, comm, w, t);
-        case 1: return oneShotBody<RedF64>(a, comm, w, t);
-        case 2: return oneShotBody<RedF16>(a, comm, w, t);
-        case 3: return oneShotBody<RedBF16>(a, comm, w, t);
-        case 4: return oneShotBody<RedI32>(a, comm, w, t);
-        case 5: return oneShotBody<RedI64>(a, comm, w, t);
-        case 6: return oneShotBody<RedI8>(a, comm, w, t);
-        default: return oneShotBody<RedU8>(a, comm, w, t);
+        case 0: return oneShotBody<RedF32>(a, comm, p, w, t, threads);
+        case 1: return oneShotBody<RedF64>(a, comm, p, w, t, threads);
+        case 2: return oneShotBody<RedF16>(a, comm, p, w, t, threads);
+        case 3: return oneShotBody<RedBF16>(a, comm, p, w, t, threads);
+        case 4: return oneShotBody<RedI32>(a, comm, p, w, t, threads);
+        case 5: return oneShotBody<RedI64>(a, comm, p, w, t, threads);
+        case 6: return oneShotBody<RedI8>(a, comm, p, w, t, threads);
+        default: return oneShotBody<RedU8>(a, comm, p, w, t, threads);
     }
+}
+
+// Bytes of one element of a data type code (DataType's order, as residentOneShot switches on it).
+__device__ __forceinline__ int64_t typeBytes(uint32_t type) {
+    return type == 1 || type == 5 ? 8 : type == 0 || type == 4 ? 4 : type == 2 || type == 3 ? 2 : 1;
+}
+
+// The threads that take part in one resident call: one per 8-byte line plus the header warp, in whole
+// warps, at most the block (what GpuTuner.oneShotThreads gives a launched one-shot block). A small call
+// on the whole block paid for every warp: the call's start waited for all of them (0.9 us at 512 threads
+// against 0.1 at 64, one H200) and sixteen warps read the same words at once (start -> pushed 2.4 us
+// against 1.4), while 64 threads lose at 8 KB (27 us against 5.2 with 512).
+__device__ __forceinline__ int residentThreads(const uint4* lines) {
+    const int64_t bytes = (int64_t)lines[2].x * typeBytes(lines[3].x & 0xff);
+    const int64_t needed = 32 + ((max64(1, (bytes + 7) / 8) + 31) / 32) * 32;
+    return (int)min64((int64_t)blockDim.x, needed);
 }
 
 extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resident(ResidentArgs ra) {
     __shared__ volatile int abortedShared;
     __shared__ uint4 bellLines[BELL_LINES];
-    __shared__ uint32_t next;
+    // Warp 0's word to the other warps: (calls published << 32) | the threads of the newest call, 0 = end.
+    __shared__ volatile unsigned long long callWord;
+    __shared__ uint64_t bellNs;
+    __shared__ OneShotPeers peers;  // read once for the kernel's life
     const DevComm* comm = (const DevComm*)ra.comm;
     const uint4* bell = (const uint4*)ra.doorbell;
     uint32_t last = (uint32_t)ra.lastSeq;
     uint64_t idleSince = globalTimerNs();
     volatile int32_t* hostStatus = (volatile int32_t*)comm->hostStatus;
     // Once for the kernel's life: an abort ends it, so nothing ever clears it again.
-    if (threadIdx.x == 0) abortedShared = 0;
-    __shared__ uint64_t bellNs;
+    if (threadIdx.x == 0) {
+        abortedShared = 0;
+        callWord = 0;
+    }
+    loadOneShotPeers(comm, peers);
+    __syncthreads();
+    uint32_t published = 0;  // the calls this thread has seen published (warp 0: has published)
     while (true) {
+        int threads;
         if (threadIdx.x < 32) {
-            // Warp 0: lanes 0-3 read one line each per poll; the warp agrees on what it saw.
+            // Warp 0: lanes 0-3 read one line each per poll; the warp agrees on what it saw. An abort in the
+            // call before ends the kernel here (every thread of that call passed its end barrier after it).
             const int lane = threadIdx.x;
             uint32_t seq = last;
             int spins = 0;
-            while (true) {
-                uint4 v = make_uint4(0, 0, 0, 0);
+            uint4 v = make_uint4(0, 0, 0, 0);
+            while (!abortedShared) {
+                v = make_uint4(0, 0, 0, 0);
                 if (lane < BELL_LINES) v = ldVolatile16(bell + lane);
                 const uint32_t f = __shfl_sync(0xffffffffu, v.y, 0);
                 const bool same = lane >= BELL_LINES || (v.y == f && v.w == f);
                 if (__all_sync(0xffffffffu, same) && f != last) {
                     seq = f;
-                    if (lane < BELL_LINES) bellLines[lane] = v;
                     break;
                 }
                 if ((++spins & 255) == 0) {
@@ -104,21 +130,35 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
                     if (__shfl_sync(0xffffffffu, stop, 0)) break;
                 }
             }
+            const bool call = seq != last && seq != BELL_STOP_FLAG;  // else idle, aborted or asked to stop
+            if (call && lane < BELL_LINES) bellLines[lane] = v;
+            __syncwarp();
+            threads = call ? residentThreads(bellLines) : 0;
             if (lane == 0) {
-                next = seq;
                 bellNs = globalTimerNs();
+                __threadfence_block();  // the lines before the word that announces them
+                callWord = ((unsigned long long)(published + 1) << 32) | (uint32_t)threads;
             }
+            published++;
+            last = call ? seq : last;
+        } else {
+            // The other warps wait for warp 0's word, sleeping between looks so as not to take issue slots
+            // from the warps that poll and push.
+            unsigned long long word;
+            while ((uint32_t)((word = callWord) >> 32) == published) __nanosleep(32);
+            __threadfence_block();
+            published = (uint32_t)(word >> 32);
+            threads = (int)(uint32_t)word;
         }
-        __syncthreads();
-        const uint32_t seq = next;
-        if (seq == last || seq == BELL_STOP_FLAG) break;  // idle, aborted or asked to stop
+        if (threads == 0) break;
+        if ((int)threadIdx.x >= threads) continue;  // not needed for this call: wait for the next word
         const CollArgs a = residentArgs(ra.comm, bellLines);
-        // No barrier and no abort check here: the doorbell's barrier above is the call's start, and
-        // oneShotBody checks the abort word with its first reads.
+        // No barrier and no abort check here: warp 0's word is the call's start, and oneShotBody checks
+        // the abort word with its first reads.
         const uint64_t startNs = globalTimerNs();
         Waiter w = makeWaiter(comm, &abortedShared, a.ticket, startNs);
         OneShotStamps t = {startNs, bellNs, 0, 0, 0};
-        const CallNumbers calls = residentOneShot(a, comm, w, t);
+        const CallNumbers calls = residentOneShot(a, comm, peers, w, t, threads);
         if (threadIdx.x == 0) {
             countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
             // A full system fence before the report, not only the done word's release (as the launched
@@ -134,13 +174,9 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
             // a launched kernel that writes nothing there).
             *(volatile uint64_t*)(hostStatus + STATUS_WORD_START_NS) = startNs;
             reportDoneFenced(hostStatus, a.ticket, endNs);
-            storeProbes(comm, calls, t, endNs);
+            storeProbes(peers, calls, t, endNs);
         }
-        last = seq;
-        idleSince = globalTimerNs();
-        // Every thread passed oneShotBody's last barrier after any abort was raised in it, so all agree;
-        // warp 0 may already poll again while the others read this (they read bellLines before it).
-        if (*w.aborted) break;
+        if (threadIdx.x == 0) idleSince = globalTimerNs();
     }
     if (threadIdx.x == 0) stReleaseSys((volatile uint64_t*)((const char*)ra.doorbell + BELL_EXIT_BYTE), (uint64_t)last + 1);
 }
@@ -190,6 +226,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_stream_resid
     __shared__ uint4 lines[BELL_LINES];
     __shared__ int ending;
     __shared__ uint64_t bellNs;
+    __shared__ OneShotPeers peers;  // read once for the kernel's life (ordered by the first barrier below)
     const DevComm* comm = (const DevComm*)ra.comm;
     volatile char* control = (volatile char*)ra.control;
     volatile uint64_t* published = (volatile uint64_t*)(control + CTL_PUBLISHED);
@@ -200,6 +237,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_stream_resid
     uint32_t last = (uint32_t)ra.lastSeq;
     uint64_t idleSince = globalTimerNs();
     if (threadIdx.x == 0) abortedShared = 0;
+    loadOneShotPeers(comm, peers);
     while (true) {
         if (threadIdx.x < 32) {
             // Warp 0: lanes 0-3 read the next call's slot (until all its flags carry its number), lane 4
@@ -264,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_stream_resid
         const uint64_t startNs = globalTimerNs();
         Waiter w = makeWaiter(comm, &abortedShared, a.ticket, startNs);
         OneShotStamps t = {startNs, bellNs, 0, 0, 0};
-        const CallNumbers calls = residentOneShot(a, comm, w, t);
+        const CallNumbers calls = residentOneShot(a, comm, peers, w, t, (int)blockDim.x);
         last = last + 1u;
         if (threadIdx.x == 0) {
             countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
@@ -272,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_stream_resid
             // GPU: GPU scope; a fence by this thread after the barrier, as the blocking kernel does).
             __threadfence();
             *done = last;
-            storeProbes(comm, calls, t, globalTimerNs());
+            storeProbes(peers, calls, t, globalTimerNs());
         }
         idleSince = globalTimerNs();
         if (*w.aborted) break;

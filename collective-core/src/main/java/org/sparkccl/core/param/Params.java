@@ -50,6 +50,13 @@ public final class Params {
             "threads of the resident kernels' block (a multiple of 32, 64 to 512): every small call's lines are"
                     + " spread over them, so fewer threads start a call's push sooner but carry more lines each",
             Params::parseResidentThreads);
+    /** The largest PDL_MAX_BLOCKS: the one-shot kernels let the next launch early only up to this many blocks (dev_comm.cuh). */
+    public static final int PDL_MAX_BLOCKS_LIMIT = 16;
+    public static final Param<Integer> PDL_MAX_BLOCKS = define("PDL_MAX_BLOCKS", 16,
+            "one-shot all-reduce kernels of at most this many blocks (4 KB each) are launched with programmatic"
+                    + " dependent launch where the GPU has it (sm_90 and up): the next one starts while the one before"
+                    + " it on the stream ends, which takes the launch latency off small stream-ordered and CUDA-graph"
+                    + " calls; 0 launches every kernel plainly", Params::parsePdlMaxBlocks);
     public static final Param<String> STREAM_RESIDENT = define("STREAM_RESIDENT", "0",
             "1 lets a second resident kernel per GPU rank take small stream-ordered one-shot all-reduces from the"
                     + " caller's stream (one cuStreamBatchMemOp per call instead of a kernel launch; not inside a CUDA"
@@ -271,6 +278,14 @@ public final class Params {
         int v = Integer.parseInt(s.trim());
         if (v < 64 || v > 512 || v % 32 != 0) {
             throw new IllegalArgumentException("must be a multiple of 32 from 64 to 512, not " + v);
+        }
+        return v;
+    }
+
+    static int parsePdlMaxBlocks(String s) {
+        int v = Integer.parseInt(s.trim());
+        if (v < 0 || v > PDL_MAX_BLOCKS_LIMIT) {
+            throw new IllegalArgumentException("must be from 0 to " + PDL_MAX_BLOCKS_LIMIT + ", not " + v);
         }
         return v;
     }

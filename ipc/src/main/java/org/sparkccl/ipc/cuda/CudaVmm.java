@@ -1,6 +1,5 @@
 package org.sparkccl.ipc.cuda;
 
-import com.sun.jna.Native;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
@@ -38,8 +37,8 @@ final class CudaVmm {
      * virtual memory API, those handles, and the driver bound through JNA), else why not.
      */
     static String unavailableReason(CudaDevice device) {
-        if (Driver.UNAVAILABLE != null) {
-            return Driver.UNAVAILABLE;
+        if (DriverDirect.UNAVAILABLE != null) {
+            return DriverDirect.UNAVAILABLE;
         }
         if (device.attribute(CUdevice_attribute.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) == 0) {
             return device.where() + " does not support CUDA's virtual memory management";
@@ -63,7 +62,7 @@ final class CudaVmm {
     /** Sizes and alignments of mappings on {@code device} are multiples of this (CUDA's recommendation). */
     static long granularity(CudaDevice device, String where) {
         long[] granularity = new long[1];
-        Cuda.check(Driver.cuMemGetAllocationGranularity(granularity, allocationProp(device), GRANULARITY_RECOMMENDED),
+        Cuda.check(DriverDirect.cuMemGetAllocationGranularity(granularity, allocationProp(device), GRANULARITY_RECOMMENDED),
                 "cuMemGetAllocationGranularity", where);
         return granularity[0];
     }
@@ -75,7 +74,7 @@ final class CudaVmm {
     /** A new allocation of {@code bytes} (a multiple of the granularity) on {@code device}: its handle. */
     static long create(CudaDevice device, long bytes, String where) {
         long[] handle = new long[1];
-        Cuda.check(Driver.cuMemCreate(handle, bytes, allocationProp(device), 0),
+        Cuda.check(DriverDirect.cuMemCreate(handle, bytes, allocationProp(device), 0),
                 "cuMemCreate(" + bytes + " bytes, POSIX fd handle)", where);
         return handle[0];
     }
@@ -87,24 +86,24 @@ final class CudaVmm {
      */
     static long map(long handle, long bytes, long granularity, List<CudaDevice> accessors, String where) {
         long[] address = new long[1];
-        Cuda.check(Driver.cuMemAddressReserve(address, bytes, granularity, 0, 0), "cuMemAddressReserve(" + bytes
+        Cuda.check(DriverDirect.cuMemAddressReserve(address, bytes, granularity, 0, 0), "cuMemAddressReserve(" + bytes
                 + " bytes)", where);
         boolean mapped = false;
         try {
-            Cuda.check(Driver.cuMemMap(address[0], bytes, 0, handle, 0), "cuMemMap(" + bytes + " bytes)", where);
+            Cuda.check(DriverDirect.cuMemMap(address[0], bytes, 0, handle, 0), "cuMemMap(" + bytes + " bytes)", where);
             mapped = true;
             ByteBuffer desc = ByteBuffer.allocate(ACCESS_DESC_BYTES * accessors.size()).order(ByteOrder.nativeOrder());
             for (CudaDevice d : accessors) {
                 desc.putInt(LOCATION_TYPE_DEVICE).putInt(d.ordinal()).putInt(ACCESS_READWRITE);
             }
-            Cuda.check(Driver.cuMemSetAccess(address[0], bytes, desc.array(), accessors.size()),
+            Cuda.check(DriverDirect.cuMemSetAccess(address[0], bytes, desc.array(), accessors.size()),
                     "cuMemSetAccess(" + accessors.size() + " GPU(s))", where);
             return address[0];
         } catch (RuntimeException e) {
             if (mapped) {
-                Driver.cuMemUnmap(address[0], bytes);
+                DriverDirect.cuMemUnmap(address[0], bytes);
             }
-            Driver.cuMemAddressFree(address[0], bytes);
+            DriverDirect.cuMemAddressFree(address[0], bytes);
             throw e;
         }
     }
@@ -115,9 +114,9 @@ final class CudaVmm {
      * The memory itself goes once no process maps it or holds a handle or descriptor of it.
      */
     static void unmapAndRelease(long address, long bytes, long handle, String where) {
-        int unmap = Driver.cuMemUnmap(address, bytes);
-        int free = Driver.cuMemAddressFree(address, bytes);
-        int release = Driver.cuMemRelease(handle);
+        int unmap = DriverDirect.cuMemUnmap(address, bytes);
+        int free = DriverDirect.cuMemAddressFree(address, bytes);
+        int release = DriverDirect.cuMemRelease(handle);
         Cuda.check(unmap, "cuMemUnmap(" + bytes + " bytes)", where);
         Cuda.check(free, "cuMemAddressFree(" + bytes + " bytes)", where);
         Cuda.check(release, "cuMemRelease", where);
@@ -125,13 +124,13 @@ final class CudaVmm {
 
     /** Drops a handle that was never mapped (allocation or import failed half-way). */
     static void release(long handle) {
-        Driver.cuMemRelease(handle);
+        DriverDirect.cuMemRelease(handle);
     }
 
     /** A new POSIX file descriptor for allocation {@code handle}; the caller closes it. */
     static int exportDescriptor(long handle, String where) {
         int[] fd = {-1};
-        Cuda.check(Driver.cuMemExportToShareableHandle(fd, handle, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        Cuda.check(DriverDirect.cuMemExportToShareableHandle(fd, handle, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                 "cuMemExportToShareableHandle(POSIX fd)", where);
         return fd[0];
     }
@@ -139,44 +138,8 @@ final class CudaVmm {
     /** This process's handle of the allocation behind {@code descriptor} (which stays open: close it after). */
     static long importDescriptor(int descriptor, String where) {
         long[] handle = new long[1];
-        Cuda.check(Driver.cuMemImportFromShareableHandle(handle, descriptor, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        Cuda.check(DriverDirect.cuMemImportFromShareableHandle(handle, descriptor, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                 "cuMemImportFromShareableHandle(fd " + descriptor + ")", where);
         return handle[0];
-    }
-
-    /** The driver's entry points; bound on first use, and only where JCuda already found a driver. */
-    private static final class Driver {
-        static final String UNAVAILABLE;
-
-        static {
-            String reason = null;
-            try {
-                Native.register(Driver.class, "libcuda.so.1");
-            } catch (LinkageError | RuntimeException e) {
-                reason = "the CUDA driver's virtual memory calls could not be bound through JNA: " + e;
-            }
-            UNAVAILABLE = reason;
-        }
-
-        static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
-
-        static native int cuMemCreate(long[] handle, long size, byte[] prop, long flags);
-
-        static native int cuMemAddressReserve(long[] address, long size, long alignment, long fixedAddress, long flags);
-
-        static native int cuMemMap(long address, long size, long offset, long handle, long flags);
-
-        static native int cuMemSetAccess(long address, long size, byte[] descriptions, long count);
-
-        static native int cuMemUnmap(long address, long size);
-
-        static native int cuMemAddressFree(long address, long size);
-
-        static native int cuMemRelease(long handle);
-
-        static native int cuMemExportToShareableHandle(int[] shareableHandle, long handle, int handleType, long flags);
-
-        /** {@code osHandle} is the descriptor itself, passed where C passes {@code (void *)(uintptr_t) fd}. */
-        static native int cuMemImportFromShareableHandle(long[] handle, long osHandle, int handleType);
     }
 }

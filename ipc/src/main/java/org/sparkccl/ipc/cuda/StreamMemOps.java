@@ -1,6 +1,5 @@
 package org.sparkccl.ipc.cuda;
 
-import com.sun.jna.Native;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.agrona.BufferUtil;
@@ -15,8 +14,8 @@ import org.sparkccl.core.jdk.JdkAccess;
  * are one each (0.8-1.2 us apiece on the H200 machine, GpuFloorsBench (v)).
  *
  * <p>JCuda 12.0.0 binds the single operations but not the batch (its {@code CUstreamBatchMemOpParams}
- * has no fields), so the batch is bound here through JNA's direct mapping, as {@link CudaVmm} binds the
- * virtual memory calls. The parameters live in one direct buffer, reused by every call: not thread safe.
+ * has no fields), so the batch goes through {@link DriverDirect}. The parameters live in one direct
+ * buffer, reused by every call: not thread safe.
  */
 public final class StreamMemOps {
     static {
@@ -56,33 +55,16 @@ public final class StreamMemOps {
 
     /** Null where the batch call can be made, else why not (no driver library, or no such symbol in it). */
     public static String unavailable() {
-        return Driver.UNAVAILABLE;
+        return DriverDirect.UNAVAILABLE;
     }
 
     /** Queues on {@code stream}: write {@code value}, then wait until the other word is at least {@code atLeast}. */
     public void writeThenWait(CudaStream stream, int value, int atLeast) {
         params.putInt(VALUE, value);
         params.putInt(PARAMS_BYTES + VALUE, atLeast);
-        int rc = Driver.cuStreamBatchMemOp_v2(Cuda.handleAddress(stream.handle()), 2, paramsAddress, 0);
+        int rc = DriverDirect.cuStreamBatchMemOp_v2(Cuda.handleAddress(stream.handle()), 2, paramsAddress, 0);
         if (rc != 0) {
             Cuda.check(rc, "cuStreamBatchMemOp(write, wait)", where);
         }
-    }
-
-    private static final class Driver {
-        static final String UNAVAILABLE;
-
-        static {
-            String reason = null;
-            try {
-                Native.register(Driver.class, "libcuda.so.1");
-            } catch (LinkageError | RuntimeException e) {
-                reason = "the CUDA driver's cuStreamBatchMemOp_v2 could not be bound through JNA: " + e;
-            }
-            UNAVAILABLE = reason;
-        }
-
-        /** {@code stream} is a CUstream and {@code paramArray} a CUstreamBatchMemOpParams*, passed as addresses. */
-        static native int cuStreamBatchMemOp_v2(long stream, int count, long paramArray, int flags);
     }
 }

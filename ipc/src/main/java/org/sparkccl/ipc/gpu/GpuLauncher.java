@@ -22,6 +22,7 @@ import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaException;
 import org.sparkccl.ipc.cuda.CudaStream;
+import org.sparkccl.ipc.cuda.ProgrammaticLaunch;
 
 /**
  * How a {@link GpuCommunicator}'s collectives reach the GPU and how their end is seen: the kernel
@@ -59,6 +60,14 @@ final class GpuLauncher {
     // where a Java array would be pinned or copied on every launch.
     private final ByteBuffer argsView = ByteBuffer.allocateDirect(DevCommLayout.ARGS_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(argsView));
+    /**
+     * One-shot kernels of at most this many blocks go through {@link #programmatic} (0: none): the blocks a
+     * kernel launched early holds while it waits must leave room for the peers' kernels that it waits for,
+     * where ranks share a GPU (each one-shot block waits only for peers, never for its own kernel's blocks).
+     */
+    private final int programmaticMaxBlocks;
+    /** Launches with programmatic dependent launch (sm_90 and up), else null. */
+    private final ProgrammaticLaunch programmatic;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
     private final SpinYieldPark idle;
     /** Started by the first stream-ordered call. */
@@ -85,6 +94,14 @@ final class GpuLauncher {
                 PARK_NS);
         if (connection.devComm != null) { // none for a single rank: its calls are copies
             argsView.putLong(DevCommLayout.ARG_COMM, connection.devComm.address());
+        }
+        int maxBlocks = params.get(Params.PDL_MAX_BLOCKS);
+        if (maxBlocks > 0 && device.computeCapability() >= 90 && ProgrammaticLaunch.unavailable() == null) {
+            this.programmatic = new ProgrammaticLaunch(argsView, where);
+            this.programmaticMaxBlocks = maxBlocks;
+        } else {
+            this.programmatic = null;
+            this.programmaticMaxBlocks = 0;
         }
     }
 
@@ -448,6 +465,10 @@ final class GpuLauncher {
         // JCuda's call, not the driver's through JNA: with the parameters prepared once, JCuda's queued launch
         // took 4.4 us and JNA's direct mapping 4.9 (GpuFloorsBench, same run): the driver's own call is the cost.
         CUfunction function = c.module.function(plan.kernel);
+        if (plan.oneShot && plan.channels <= programmaticMaxBlocks) {
+            programmatic.launch(function, plan.channels, plan.threads, on);
+            return;
+        }
         int rc = JCudaDriver.cuLaunchKernel(function, plan.channels, 1, 1, plan.threads, 1, 1, 0, on.handle(),
                 kernelParams, null);
         if (rc != 0) {

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.sparkccl.core.param.Params;
 
 /**
  * The byte offsets the host writes (DevCommLayout) are those of the kernels' structs: read from
@@ -96,6 +97,13 @@ class DevCommLayoutTest {
         want.put("lastSeq", StreamResidentKernel.PARAM_LAST_SEQ);
         want.put("idleNs", StreamResidentKernel.PARAM_IDLE_NS);
         want.forEach((field, offset) -> assertEquals(offset, offsets.get(field), "StreamResidentArgs." + field));
+    }
+
+    @Test
+    void programmaticLaunchLimitMatchesTheKernels() throws IOException {
+        Matcher m = Pattern.compile("#define PDL_MAX_BLOCKS (\\d+)").matcher(source());
+        assertTrue(m.find(), "PDL_MAX_BLOCKS not in " + KERNELS);
+        assertEquals(Params.PDL_MAX_BLOCKS_LIMIT, Integer.parseInt(m.group(1)));
     }
 
     private static String source() throws IOException {

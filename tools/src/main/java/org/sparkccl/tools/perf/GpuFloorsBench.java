@@ -96,6 +96,19 @@ public final class GpuFloorsBench implements Callable<Integer> {
             Kernel doneKernel = new Kernel(module.function("floor_null_done"), 2);
             doneKernel.args.putLong(0, host.devicePointer());
 
+            // The host's clock, which every blocking call reads a few times (GpuLauncher's breakdown): where the
+            // clock source is not the TSC, each read is a system call.
+            long[] sink = {0};
+            double[] clock = time(() -> {
+                for (int i = 0; i < 100; i++) {
+                    sink[0] += System.nanoTime();
+                }
+            });
+            for (int i = 0; i < clock.length; i++) {
+                clock[i] /= 100;
+            }
+            report("host clock: System.nanoTime(), per read (100 a sample)", clock);
+
             // (i) a null kernel, launched and synchronized.
             report("(i) null kernel, JCuda cuLaunchKernel + cuStreamSynchronize",
                     time(() -> {

@@ -1,0 +1,56 @@
+package org.sparkccl.ipc.cuda;
+
+import com.sun.jna.Native;
+
+/**
+ * The CUDA driver's entry points that JCuda 12.0.0 does not bind, bound here, in one place, through JNA's
+ * direct mapping: the virtual memory calls ({@link CudaVmm}), the batch of stream memory operations
+ * ({@link StreamMemOps}: JCuda's {@code CUstreamBatchMemOpParams} has no fields) and the extensible
+ * launch ({@link ProgrammaticLaunch}). Handles, pointers and structs go as addresses ({@code long}).
+ * Bound on first use, and only where JCuda already found a driver.
+ */
+final class DriverDirect {
+    /** Null where every call below could be bound, else why not (no driver library, or a symbol missing). */
+    static final String UNAVAILABLE;
+
+    static {
+        String reason = null;
+        try {
+            Native.register(DriverDirect.class, "libcuda.so.1");
+        } catch (LinkageError | RuntimeException e) {
+            reason = "the CUDA driver's calls that JCuda lacks (virtual memory, stream memory operations,"
+                    + " cuLaunchKernelEx) could not be bound through JNA: " + e;
+        }
+        UNAVAILABLE = reason;
+    }
+
+    private DriverDirect() {
+    }
+
+    static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
+
+    static native int cuMemCreate(long[] handle, long size, byte[] prop, long flags);
+
+    static native int cuMemAddressReserve(long[] address, long size, long alignment, long fixedAddress, long flags);
+
+    static native int cuMemMap(long address, long size, long offset, long handle, long flags);
+
+    static native int cuMemSetAccess(long address, long size, byte[] descriptions, long count);
+
+    static native int cuMemUnmap(long address, long size);
+
+    static native int cuMemAddressFree(long address, long size);
+
+    static native int cuMemRelease(long handle);
+
+    static native int cuMemExportToShareableHandle(int[] shareableHandle, long handle, int handleType, long flags);
+
+    /** {@code osHandle} is the descriptor itself, passed where C passes {@code (void *)(uintptr_t) fd}. */
+    static native int cuMemImportFromShareableHandle(long[] handle, long osHandle, int handleType);
+
+    /** {@code stream} is a CUstream and {@code paramArray} a CUstreamBatchMemOpParams*. */
+    static native int cuStreamBatchMemOp_v2(long stream, int count, long paramArray, int flags);
+
+    /** {@code config} is a CUlaunchConfig*, {@code f} a CUfunction, {@code kernelParams} a void**. */
+    static native int cuLaunchKernelEx(long config, long f, long kernelParams, long extra);
+}
