@@ -23,7 +23,7 @@ if [ -z "${ONLY_JUNIT:-}" ]; then
 echo "== floors $(date -u +%T), clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 timeout 120 "$java" "${jvm[@]}" -cp "$cpn" org.sparkccl.tools.perf.GpuFloorsBench -n 2000 -w 500 > "$logs/floors-java.log" 2>&1
 echo "exit $?" >> "$logs/floors-java.log"
-timeout 100 python3 "$dev/gpu_floors.py" 2000 > "$logs/floors-torch.log" 2>&1; echo "exit $?" >> "$logs/floors-torch.log"
+[ -n "${LEAN:-}" ] || timeout 100 python3 "$dev/gpu_floors.py" 2000 > "$logs/floors-torch.log" 2>&1; echo "exit $?" >> "$logs/floors-torch.log"
 grep -hE "^FLOOR|exit [1-9]|Exception" "$logs/floors-java.log" "$logs/floors-torch.log" | sed 's/  */ /g; s/FLOOR //' | cut -c1-190
 b() { # label classpath env... -- args
   local label=$1 cp=$2; shift 2; local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
@@ -42,6 +42,9 @@ if [ -n "$base" ]; then
 fi
 b new-float "$cpn" -- $A
 grep "^STREAM rank 0" "$logs/bench-new-float.log" | cut -c1-120
+b new-bf16 "$cpn" -- $A -d bfloat16
+# LEAN=1: the above, 128 / 256 MB and the tests only (a call that must fit a small budget).
+if [ -z "${LEAN:-}" ]; then
 # Programmatic dependent launch off (small one-shot kernels launched plainly), in the same run.
 b new-nopdl "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
@@ -62,16 +65,18 @@ done
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A
 b new-nopdl2 "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
-b new-bf16 "$cpn" -- $A -d bfloat16
+fi
 L="-b 128M -e 256M -f 2 -n 20 -w 5 -g 1 --ranks-per-gpu 2 --threads --blocking-only"
 if [ -n "$base" ]; then b base-large "$cpb" -- $L; fi
 b new-large "$cpn" -- $L
+if [ -z "${LEAN:-}" ]; then
 # One rank per process (2 processes on the one GPU: their contexts time-slice, so correctness only), and
 # allreduce-perf's CUDA-graph mode (-G, as nccl-tests) there.
 b procs "$cpn" -- -b 8 -e 64K -f 8 -n 5 -w 2 -g 1 --ranks-per-gpu 2
 timeout 90 "$java" "${jvm[@]}" -cp "$cpn" org.sparkccl.tools.perf.AllReducePerf --device gpu -g 1 --ranks-per-gpu 2 \
   -b 8 -e 64K -f 8 -n 5 -w 2 -c 1 -G 2 > "$logs/allreduce-perf-G.log" 2>&1; echo "exit $?" >> "$logs/allreduce-perf-G.log"
 echo "---- allreduce-perf -G 2 (2 processes)"; grep -vE "^\[|^WARNING" "$logs/allreduce-perf-G.log" | tail -12
+fi
 fi
 if [ "${SELECT:-}" != none ]; then
 echo "== JUnit $(date -u +%T)"
