@@ -346,18 +346,20 @@ __device__ __forceinline__ void countCall(const DevComm* comm, const CallNumbers
 __device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus,
                        uint32_t flags = 0, const CallNumbers* numbers = nullptr) {
     const bool stream = (flags & ARG_FLAG_STREAM) != 0;
-    // A stream-ordered kernel fences nothing: the stream orders every block's results before what comes
-    // after it, and the last block only counts the call, which every block read long before its end (it
-    // used the numbers). A fence and a second atomic here cost 1.2-1.3 us at the end of every one-shot
-    // kernel of 2-16 blocks in a CUDA graph (one H100, probes).
-    if (!stream) __threadfence_system();
+    if (!stream) {
+        __threadfence_system();
+    } else if (gridDim.x != 1) {
+        __threadfence();  // for the count of finished blocks; one block's kernel is ordered by the stream alone
+    }
     // One block ends the call by itself: no read of the counter's address (a round trip to L2 on the way
-    // out of every small kernel). Of several, the last to arrive ends it; atomicInc wraps the counter back
-    // to 0 for the next collective's kernel (on the same stream, after this one) in the same step.
+    // out of every small kernel). Of several, the fence and the two atomics cost 1.2-1.3 us at the end of
+    // every 2-16 block one-shot kernel in a CUDA graph (one H100, probes); stream-ordered, one atomicInc
+    // and no fence would do (written once, never run on a GPU: docs/perf/gpu-allreduce.md, fourth pass).
     bool last = true;
     if (gridDim.x != 1) {
         unsigned int* done = (unsigned int*)comm->blocksDone;
-        last = atomicInc(done, gridDim.x - 1) == gridDim.x - 1;
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+        if (last) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
     }
     if (last) {
         if (numbers != nullptr) {
