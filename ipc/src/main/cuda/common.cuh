@@ -387,6 +387,14 @@ __device__ __forceinline__ Waiter makeWaiter(const DevComm* comm, volatile int* 
     return w;
 }
 
+// Block 0 tells the host when a blocking call started (its kernel time, GpuLauncher); a stream-ordered
+// call tells nobody (ARG_FLAG_STREAM).
+__device__ __forceinline__ void reportStart(const Waiter& w, uint32_t flags) {
+    if (blockIdx.x == 0 && threadIdx.x == 0 && (flags & ARG_FLAG_STREAM) == 0) {
+        *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
+    }
+}
+
 // Every kernel's start: the waiter its spin loops use, block 0 records the start time, and an abort
 // raised by a peer (or by an earlier kernel of this rank) stops this collective before it starts:
 // its data could be a failed peer's leftovers. checkAbort false: the caller checks the abort word
@@ -398,9 +406,7 @@ __device__ Waiter startKernel(const DevComm* comm, volatile int* abortedShared, 
     if (threadIdx.x == 0) *abortedShared = 0;
     __syncthreads();
     Waiter w = makeWaiter(comm, abortedShared, ticket, startNs);
-    if (blockIdx.x == 0 && threadIdx.x == 0 && (flags & ARG_FLAG_STREAM) == 0) {
-        *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
-    }
+    reportStart(w, flags);
     if (checkAbort) {
         if (threadIdx.x == 0 && *w.myState != 0) w.raise(STATUS_PEER_ABORT);
         __syncthreads();
@@ -418,7 +424,10 @@ enum { PROBE_SLOTS = 256, PROBE_WORDS = 8 };
 enum { PROBE_START = 0, PROBE_PUSHED = 1, PROBE_PEER = 2, PROBE_HEADER = 3, PROBE_BODY = 4, PROBE_END = 5, PROBE_BELL = 6,
        PROBE_SEQ = 7 };
 
-__device__ __forceinline__ uint64_t* probeSlot(const DevComm* comm, uint32_t seq) {
-    uint64_t* ring = (uint64_t*)comm->probe;
+__device__ __forceinline__ uint64_t* probeSlot(uint64_t* ring, uint32_t seq) {
     return ring == nullptr ? nullptr : ring + (uint64_t)(seq % PROBE_SLOTS) * PROBE_WORDS;
+}
+
+__device__ __forceinline__ uint64_t* probeSlot(const DevComm* comm, uint32_t seq) {
+    return probeSlot((uint64_t*)comm->probe, seq);
 }

@@ -241,8 +241,8 @@ __device__ CallNumbers oneShotBody(const CollArgs& a, const DevComm* comm, const
 // Thread 0 of block 0, after the call's end: its stamps into the probe ring (when probes are on).
 __device__ __forceinline__ void storeProbes(const OneShotPeers& p, const CallNumbers& calls, const OneShotStamps& t,
                                             uint64_t endNs) {
-    if (p.probe == nullptr) return;
-    uint64_t* slot = p.probe + (uint64_t)(calls.seq % PROBE_SLOTS) * PROBE_WORDS;
+    uint64_t* slot = probeSlot(p.probe, calls.seq);
+    if (slot == nullptr) return;
     slot[PROBE_START] = t.start;
     slot[PROBE_BELL] = t.bell;
     slot[PROBE_PUSHED] = t.pushed;
@@ -265,13 +265,12 @@ __device__ void oneShotKernel(const CollArgs& a) {
     // launches only one-shot kernels of at most PDL_MAX_BLOCKS this way; a larger one lets them start at
     // its end).
     loadOneShotPeers(comm, peers);
-    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags | ARG_FLAG_STREAM, false);  // its barrier orders peers
+    // Its barrier orders peers; the start is reported after the wait, not by it (hence ARG_FLAG_STREAM).
+    Waiter w = startKernel(comm, &abortedShared, a.ticket, a.flags | ARG_FLAG_STREAM, false);
     gridDependencyWait();
     if (gridDim.x <= PDL_MAX_BLOCKS) gridDependencyLaunchDependents();
     w.start = globalTimerNs();
-    if (blockIdx.x == 0 && threadIdx.x == 0 && (a.flags & ARG_FLAG_STREAM) == 0) {
-        *(volatile uint64_t*)(w.hostStatus + STATUS_WORD_START_NS) = w.start;
-    }
+    reportStart(w, a.flags);
     OneShotStamps t = {w.start, 0, 0, 0, 0};
     const CallNumbers calls = oneShotBody<RED>(a, comm, peers, w, t, (int)blockDim.x);
     if (threadIdx.x == 0) {
