@@ -5,7 +5,7 @@
 # stamps of every one-shot call: GpuProbes), the stream-resident kernel on and off, bfloat16, 128 / 256 MB, then the gpu-tagged tests named
 # in SELECT (default: the collectives, stream-ordered, LL128 and cross-process tests; SELECT=all: every
 # gpu-tagged test).
-# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, SELECT: see below)
+# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, BLOCK_BYTES_SWEEP, SELECT: see below)
 set -u
 dev=${1:-.device}
 base=${2:-}
@@ -61,6 +61,10 @@ fi
 for t in ${RESIDENT_THREADS_SWEEP:-}; do
   b threads-$t "$cpn" SPARKCCL_RESIDENT_THREADS=$t SPARKCCL_PROBE=1 -- -b 8 -e 16K -f ${SWEEP_F:-4} -n 1000 -w 3000 -g 1 --ranks-per-gpu 2 --threads
   probes "$logs/bench-threads-$t.log" | grep "rank 0"
+done
+# BLOCK_BYTES_SWEEP="2048 8192": one-shot blocks of other sizes (SPARKCCL_ONESHOT_BLOCK_BYTES; default 4096).
+for x in ${BLOCK_BYTES_SWEEP:-}; do
+  b new-bb$x "$cpn" SPARKCCL_ONESHOT_BLOCK_BYTES=$x -- -b 8 -e 256K -f 4 -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads
 done
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A

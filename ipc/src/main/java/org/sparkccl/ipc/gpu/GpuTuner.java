@@ -35,13 +35,6 @@ final class GpuTuner {
      * (2 x n x 2 x threshold bytes) at 16 MB.
      */
     static final long DEFAULT_ONESHOT_BYTES_TIMES_RANKS = 4L << 20;
-    /**
-     * One block of a one-shot all-reduce per this many bytes of input: 512 lines of 8 bytes, about one per
-     * thread. At 8 KB a block (two lines a thread) an 8 KB call took 6.3-6.5 us in a CUDA graph against
-     * 3.1-3.8 us up to 2 KB (one H200, 2 ranks as threads): each further line a thread carries is more
-     * round trips to L2 one after the other.
-     */
-    static final long ONESHOT_BYTES_PER_BLOCK = 4L << 10;
     /** An LL128 channel carries at least this much: between LL's and Simple's, as its rate per block is. */
     static final long LL128_BYTES_PER_CHANNEL = 32L << 10;
 
@@ -50,6 +43,13 @@ final class GpuTuner {
     private final int maxChannels;
     private final ChannelLayout layout;
     private final long oneShotThreshold;
+    /**
+     * One block of a one-shot all-reduce per this many bytes of input (SPARKCCL_ONESHOT_BLOCK_BYTES, 4 KB
+     * by default: 512 lines of 8 bytes, about one per thread). At 8 KB a block (two lines a thread, read one
+     * after the other then) an 8 KB call took 6.3-6.5 us in a CUDA graph against 3.1-3.8 us up to 2 KB (one
+     * H200, 2 ranks as threads).
+     */
+    private final long oneShotBlockBytes;
     private final boolean oneShotForced;
     /** The LL128 connections' layout; null where LL128 cannot run. */
     private final GpuLl128Layout ll128;
@@ -97,13 +97,10 @@ final class GpuTuner {
         this.layout = layout;
         this.maxChannels = maxChannels;
         this.oneShotThreshold = oneShotThreshold;
+        this.oneShotBlockBytes = params.get(Params.ONESHOT_BLOCK_BYTES);
         this.oneShotForced = "OneShot".equalsIgnoreCase(params.get(Params.ALGO).trim());
     }
 
-    /**
-     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
-     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
-     */
     /**
      * Threads per one-shot block: one per 8-byte line of the block's share, in whole warps, plus block 0's
      * header warp, at most THREADS. A small call launches a small block: the GPU starts it sooner (in a
@@ -115,6 +112,10 @@ final class GpuTuner {
         return (int) Math.min(THREADS, 32 + roundUp(lines, 32));
     }
 
+    /**
+     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
+     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
+     */
     static long oneShotCapacity(Params params, int nranks) {
         if ("Ring".equalsIgnoreCase(params.get(Params.ALGO).trim())) {
             return 0;
@@ -139,7 +140,7 @@ final class GpuTuner {
                 : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
         // One-shot up to its threshold unless the ring's Simple protocol is forced (ALGO=OneShot wins over that).
         if (kind == Kind.ALL_REDUCE && messageBytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE)) {
-            int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, ONESHOT_BYTES_PER_BLOCK)));
+            int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, oneShotBlockBytes)));
             return GpuPlan.oneShot(count, type, blocks, oneShotThreads(messageBytes, blocks));
         }
         if (protocol == Protocol.LL128 && ll128 == null) {
