@@ -340,13 +340,20 @@ __device__ __forceinline__ CallNumbers oneShotCallNumbers(const DevComm* comm, c
 }
 
 // One thread of a one-shot block, once every thread of the block has read the numbers (a barrier).
+// Plain stores: nothing reads them before the kernel (or, resident, the call) ends, which orders them.
 __device__ __forceinline__ void countOneShotCall(const DevComm* comm, uint32_t* oneShotCalls, const CallNumbers& n) {
-    volatile uint32_t* counts = (volatile uint32_t*)oneShotCalls;
     const uint32_t next = n.oneShotCall + 1u;
-    counts[blockIdx.x] = next;
-    if (blockIdx.x == 0) {
-        *(volatile uint32_t*)&comm->calls = n.seq;
-        for (int b = gridDim.x; b < SCCL_MAX_CHANNELS; b++) counts[b] = next;
+    if (blockIdx.x != 0) {
+        oneShotCalls[blockIdx.x] = next;
+        return;
+    }
+    *(volatile uint32_t*)&comm->calls = n.seq;
+    if (gridDim.x == 1) {  // the small kernels and the resident ones: every copy, 16 bytes at a time (16-byte aligned)
+        const uint4 all = make_uint4(next, next, next, next);
+        for (int q = 0; q < SCCL_MAX_CHANNELS / 4; q++) ((uint4*)oneShotCalls)[q] = all;
+    } else {
+        oneShotCalls[0] = next;
+        for (int b = gridDim.x; b < SCCL_MAX_CHANNELS; b++) oneShotCalls[b] = next;
     }
 }
 
