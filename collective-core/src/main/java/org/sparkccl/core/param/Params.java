@@ -50,6 +50,9 @@ public final class Params {
             "threads of the resident kernels' block (a multiple of 32, 64 to 512): every small call's lines are"
                     + " spread over them, so fewer threads start a call's push sooner but carry more lines each",
             Params::parseResidentThreads);
+    public static final Param<Long> RESIDENT_MAX_BYTES = define("RESIDENT_MAX_BYTES", 16L << 10,
+            "the largest all-reduce in bytes that the resident kernels take (one block does the whole call); larger"
+                    + " one-shot calls launch a kernel of several blocks", Params::parseSize);
     /** The largest PDL_MAX_BLOCKS: the one-shot kernels let the next launch early only up to this many blocks (dev_comm.cuh). */
     public static final int PDL_MAX_BLOCKS_LIMIT = 16;
     public static final Param<Integer> PDL_MAX_BLOCKS = define("PDL_MAX_BLOCKS", 16,

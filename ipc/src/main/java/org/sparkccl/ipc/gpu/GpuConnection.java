@@ -316,7 +316,8 @@ final class GpuConnection {
         String residentSetting = params.get(Params.RESIDENT).trim();
         boolean residentAuto = ranksInProcess == 1 || ranksInProcess == sharingGpu;
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && residentAuto)) {
-            resident = own(new ResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS), where));
+            resident = own(new ResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS),
+                    params.get(Params.RESIDENT_MAX_BYTES), where));
         }
         String streamSetting = params.get(Params.STREAM_RESIDENT).trim();
         boolean streamWanted = streamSetting.equals("1") || streamSetting.equalsIgnoreCase("auto") && !someProcessSharesAGpu;
@@ -388,7 +389,7 @@ final class GpuConnection {
                 + ": receives via "
                 + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
                 + ", sends " + via + ", " + tuner.describe()
-                + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "")
+                + (resident != null ? ", resident one-shot kernel up to " + resident.maxBytes() + " bytes" : "")
                 + (streamResident != null ? " (stream-ordered calls too)" : "");
     }
 
