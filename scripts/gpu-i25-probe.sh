@@ -49,6 +49,7 @@ if [ -z "${LEAN:-}" ]; then
 b new-nopdl "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
 probes "$logs/bench-new-probe.log"
+if [ -n "$base" ]; then b base-probe "$cpb" SPARKCCL_PROBE=1 -- $A; probes "$logs/bench-base-probe.log"; fi
 # STREAM_RESIDENT=1: the stream-resident kernel (auto leaves it off where two ranks share a GPU, as here),
 # with the probes: its calls' kernel time and the gap the stream's memory operations leave between them.
 if [ -n "${STREAM_RESIDENT:-}" ]; then
