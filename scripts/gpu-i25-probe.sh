@@ -5,7 +5,7 @@
 # stamps of every one-shot call: GpuProbes), the stream-resident kernel on and off, bfloat16, 128 / 256 MB, then the gpu-tagged tests named
 # in SELECT (default: the collectives, stream-ordered, LL128 and cross-process tests; SELECT=all: every
 # gpu-tagged test).
-# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, SELECT: see below)
+# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, BLOCK_BYTES_SWEEP, RESIDENT_MAX_SWEEP, SELECT: see below)
 set -u
 dev=${1:-.device}
 base=${2:-}
@@ -49,6 +49,7 @@ if [ -z "${LEAN:-}" ]; then
 b new-nopdl "$cpn" SPARKCCL_PDL_MAX_BLOCKS=0 -- $A
 b new-probe "$cpn" SPARKCCL_PROBE=1 -- $A
 probes "$logs/bench-new-probe.log"
+if [ -n "$base" ]; then b base-probe "$cpb" SPARKCCL_PROBE=1 -- $A; probes "$logs/bench-base-probe.log"; fi
 # STREAM_RESIDENT=1: the stream-resident kernel (auto leaves it off where two ranks share a GPU, as here),
 # with the probes: its calls' kernel time and the gap the stream's memory operations leave between them.
 if [ -n "${STREAM_RESIDENT:-}" ]; then
@@ -61,6 +62,15 @@ fi
 for t in ${RESIDENT_THREADS_SWEEP:-}; do
   b threads-$t "$cpn" SPARKCCL_RESIDENT_THREADS=$t SPARKCCL_PROBE=1 -- -b 8 -e 16K -f ${SWEEP_F:-4} -n 1000 -w 3000 -g 1 --ranks-per-gpu 2 --threads
   probes "$logs/bench-threads-$t.log" | grep "rank 0"
+done
+# BLOCK_BYTES_SWEEP="2048 8192": one-shot blocks of other sizes (SPARKCCL_ONESHOT_BLOCK_BYTES; default 4096).
+for x in ${BLOCK_BYTES_SWEEP:-}; do
+  b new-bb$x "$cpn" SPARKCCL_ONESHOT_BLOCK_BYTES=$x -- -b 8 -e 256K -f 4 -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads
+done
+# RESIDENT_MAX_SWEEP="64K": blocking calls of 8-64 KB with the resident kernel taking up to that size
+# (SPARKCCL_RESIDENT_MAX_BYTES; default 16K, larger calls launch), beside this build's default.
+for x in ${RESIDENT_MAX_SWEEP:-}; do
+  b new-rmax$x "$cpn" SPARKCCL_RESIDENT_MAX_BYTES=$x -- -b 8K -e 64K -f 2 -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads --blocking-only
 done
 if [ -n "$base" ]; then b base-float2 "$cpb" -- $A; fi
 b new-float2 "$cpn" -- $A

@@ -307,68 +307,100 @@ __device__ void reportDoneFenced(volatile int32_t* hostStatus, uint32_t ticket, 
     stVolatile64((volatile uint64_t*)(hostStatus + STATUS_WORD_DONE_SEQ), (uint64_t)ticket);
 }
 
-// A call's numbers, counted in device memory by the kernels themselves (DevComm.calls), not passed by
-// the host: a kernel replayed from a CUDA graph keeps the CollArgs of its capture, but each replay must
-// carry the next sequence number in its header and use the next one-shot inbox parity and flag. Every
-// block reads them at its start; the block that ends the call counts it, after every block has read.
+// A call's numbers, counted in device memory by the kernels themselves (DevComm.calls and
+// DevComm.oneShotCalls), not passed by the host: a kernel replayed from a CUDA graph keeps the CollArgs of
+// its capture, but each replay must carry the next sequence number in its header and use the next
+// one-shot inbox parity and flag.
 struct CallNumbers {
     uint32_t seq;          // the header's sequence number: 1 + the collectives this rank ran before
-    uint32_t oneShotCall;  // one-shot all-reduces this rank ran before this one
+    uint32_t oneShotCall;  // one-shot all-reduces this rank ran before this one (one-shot kernels only)
 };
 
+// A ring kernel's: every block reads the sequence number at its start; the block that ends the call
+// counts it (finish), after every block has read.
 __device__ __forceinline__ CallNumbers callNumbers(const DevComm* comm) {
-    const volatile uint32_t* calls = (const volatile uint32_t*)comm->calls;  // in DevComm: no pointer to read
     CallNumbers n;
-    n.seq = calls[0] + 1u;
-    n.oneShotCall = calls[1];
+    n.seq = *(const volatile uint32_t*)&comm->calls + 1u;
+    n.oneShotCall = 0;
     return n;
 }
 
-__device__ __forceinline__ void countCall(const DevComm* comm, bool oneShot) {
-    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
-    calls[0] = calls[0] + 1u;
-    if (oneShot) calls[1] = calls[1] + 1u;
+// A one-shot block's: the sequence number (used by block 0 alone: the header and the probes) and the
+// block's own copy of the one-shot count. Each block keeps its own copy (DevComm.oneShotCalls[block]),
+// so that no block needs to know when the others have read theirs: a block counts its own call at its
+// end, and the next kernel, ordered after this one, reads the new value. A shared count would need the
+// last block to finish to count it (a fence and two atomics at the end of every multi-block kernel: 1.2-1.3
+// us of a 4.7 us graph replay at 8-32 KB, one H100). Between kernels every copy holds the same number:
+// block 0 also counts the copies of the blocks this kernel does not have.
+__device__ __forceinline__ CallNumbers oneShotCallNumbers(const DevComm* comm, const uint32_t* oneShotCalls) {
+    CallNumbers n;
+    n.seq = *(const volatile uint32_t*)&comm->calls + 1u;
+    n.oneShotCall = ((const volatile uint32_t*)oneShotCalls)[blockIdx.x];
+    return n;
 }
 
-// The same from the numbers the call read at its start (nothing else changes them while it runs): no
-// dependent read of the counters at its end.
-__device__ __forceinline__ void countCall(const DevComm* comm, const CallNumbers& n, bool oneShot) {
-    volatile uint32_t* calls = (volatile uint32_t*)comm->calls;
-    calls[0] = n.seq;
-    if (oneShot) calls[1] = n.oneShotCall + 1u;
+// One thread of a one-shot block, once every thread of the block has read the numbers (a barrier).
+// Plain stores: nothing reads them before the kernel (or, resident, the call) ends, which orders them.
+__device__ __forceinline__ void countOneShotCall(const DevComm* comm, uint32_t* oneShotCalls, const CallNumbers& n) {
+    const uint32_t next = n.oneShotCall + 1u;
+    if (blockIdx.x != 0) {
+        oneShotCalls[blockIdx.x] = next;
+        return;
+    }
+    *(volatile uint32_t*)&comm->calls = n.seq;
+    if (gridDim.x == 1) {  // the small kernels and the resident ones: every copy, 16 bytes at a time (16-byte aligned)
+        const uint4 all = make_uint4(next, next, next, next);
+        for (int q = 0; q < SCCL_MAX_CHANNELS / 4; q++) ((uint4*)oneShotCalls)[q] = all;
+    } else {
+        oneShotCalls[0] = next;
+        for (int b = gridDim.x; b < SCCL_MAX_CHANNELS; b++) oneShotCalls[b] = next;
+    }
 }
 
 // The last block to finish tells the host, through mapped host memory, that this collective is
 // complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
-// Every block's results are fenced to system scope before it counts itself.
-// A stream-ordered kernel (ARG_FLAG_STREAM) tells nobody: the stream orders what comes after it, so its
-// blocks fence at GPU scope only, for the count of finished blocks.
-__device__ void finish(const DevComm* comm, uint32_t ticket, bool oneShot, volatile int32_t* hostStatus,
-                       uint32_t flags = 0, const CallNumbers* numbers = nullptr) {
-    const bool stream = (flags & ARG_FLAG_STREAM) != 0;
-    if (!stream) {
-        __threadfence_system();
-    } else if (gridDim.x != 1) {
-        __threadfence();  // for the count of finished blocks; one block's kernel is ordered by the stream alone
-    }
-    // One block ends the call by itself: no read of the counter's address (a round trip to L2 on the way
-    // out of every small kernel). Of several, the fence and the two atomics cost 1.2-1.3 us at the end of
-    // every 2-16 block one-shot kernel in a CUDA graph (one H100, probes); stream-ordered, one atomicInc
-    // and no fence would do (written once, never run on a GPU: docs/perf/gpu-allreduce.md, fourth pass).
-    bool last = true;
-    if (gridDim.x != 1) {
+// Every block's results are fenced to system scope before it counts itself. Returns whether this
+// block was the last.
+__device__ __forceinline__ bool lastBlockDone(const DevComm* comm) {
+    __threadfence_system();
+    if (gridDim.x == 1) return true;  // no read of the counter's address on the way out of a small kernel
+    unsigned int* done = (unsigned int*)comm->blocksDone;
+    const bool last = atomicAdd(done, 1u) == gridDim.x - 1;
+    if (last) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+    return last;
+}
+
+// A ring kernel's end (thread 0 of every block): the last block to finish counts the call and, for a
+// blocking call, reports it done. A stream-ordered kernel (ARG_FLAG_STREAM) tells nobody: the stream
+// orders what comes after it, so its blocks fence at GPU scope only, for the count of finished blocks.
+__device__ void finish(const DevComm* comm, uint32_t ticket, volatile int32_t* hostStatus, uint32_t flags) {
+    bool last;
+    if ((flags & ARG_FLAG_STREAM) == 0) {
+        last = lastBlockDone(comm);
+    } else if (gridDim.x == 1) {
+        last = true;  // one block's kernel is ordered by the stream alone
+    } else {
+        __threadfence();
         unsigned int* done = (unsigned int*)comm->blocksDone;
         last = atomicAdd(done, 1u) == gridDim.x - 1;
-        if (last) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
+        if (last) atomicExch(done, 0u);
     }
     if (last) {
-        if (numbers != nullptr) {
-            countCall(comm, *numbers, oneShot);
-        } else {
-            countCall(comm, oneShot);
-        }
-        if (!stream) reportDone(hostStatus, ticket);  // its system release orders the counts before the done word
+        volatile uint32_t* calls = (volatile uint32_t*)&comm->calls;
+        *calls = *calls + 1u;
+        if ((flags & ARG_FLAG_STREAM) == 0) reportDone(hostStatus, ticket);  // its release orders the count before it
     }
+}
+
+// A launched one-shot kernel's end (thread 0 of every block, after the block's barrier): each block
+// counts its own copy of the call numbers (no block waits for another). A stream-ordered kernel is then
+// done: the stream orders what comes after it, for its results and the counts alike. A blocking one
+// fences, and its last block to finish reports it done.
+__device__ void finishOneShot(const DevComm* comm, uint32_t* oneShotCalls, const CallNumbers& n, uint32_t ticket,
+                              volatile int32_t* hostStatus, uint32_t flags) {
+    countOneShotCall(comm, oneShotCalls, n);
+    if ((flags & ARG_FLAG_STREAM) != 0) return;
+    if (lastBlockDone(comm)) reportDone(hostStatus, ticket);
 }
 
 // The waiter alone, with no barrier and no abort check: the one-shot paths check the abort word

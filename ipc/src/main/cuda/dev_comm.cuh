@@ -91,10 +91,13 @@ struct DevComm {
     uint64_t hostStatus;       // int[32] in mapped pinned host memory: [0] host abort request, [1..] status
     uint64_t timeoutNs;
     uint64_t blocksDone;       // u32 in device memory: blocks of the running kernel that finished
-    uint32_t calls[2];         // collectives this rank ran, one-shot ones among them: counted by the kernels here,
-                               // in DevComm itself, so that a call's first reads need no pointer read first
+    uint32_t calls;            // collectives this rank ran: counted by the kernels here, in DevComm itself, so
+                               // that a call's first reads need no pointer read first
+    uint32_t pad32;
     uint64_t probe;            // u64[PROBE_SLOTS * PROBE_WORDS] in device memory, or 0 (common.cuh, probes)
-    uint64_t pad[5];
+    uint64_t oneShotCalls;     // u32[SCCL_MAX_CHANNELS] in device memory: one-shot all-reduces this rank ran, one
+                               // copy per block (common.cuh, countOneShotCall)
+    uint64_t pad[4];
     ChannelPtrs ch[SCCL_MAX_CHANNELS];
     OneShotPtrs oneShot;
     Ll128Ptrs ll128[SCCL_MAX_CHANNELS];

@@ -160,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_oneshot_resi
         OneShotStamps t = {startNs, bellNs, 0, 0, 0};
         const CallNumbers calls = residentOneShot(a, comm, peers, w, t, threads);
         if (threadIdx.x == 0) {
-            countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
+            countOneShotCall(comm, peers.oneShotCalls, calls);  // oneShotBody ended with a barrier: every thread has read the numbers
             // A full system fence before the report, not only the done word's release (as the launched
             // kernels' blocks fence in finish): the one run without it (4 ranks as threads on one H200,
             // in-place calls of 1-5 KB) read old data in the block's last-written lines (those of the
@@ -305,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(SCCL_MAX_THREADS) sccl_stream_resid
         const CallNumbers calls = residentOneShot(a, comm, peers, w, t, (int)blockDim.x);
         last = last + 1u;
         if (threadIdx.x == 0) {
-            countCall(comm, calls, true);  // oneShotBody ended with a barrier: every thread has read the numbers
+            countOneShotCall(comm, peers.oneShotCalls, calls);  // oneShotBody ended with a barrier: every thread has read the numbers
             // The block's results before the done word, for the work the stream holds behind it (on this
             // GPU: GPU scope; a fence by this thread after the barrier, as the blocking kernel does).
             __threadfence();

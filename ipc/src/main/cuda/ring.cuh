@@ -112,5 +112,5 @@ __device__ void ringKernel(const CollArgs& a) {
         }
     }
     ch.save();
-    if (threadIdx.x == 0) finish(comm, a.ticket, false, w.hostStatus, a.flags);
+    if (threadIdx.x == 0) finish(comm, a.ticket, w.hostStatus, a.flags);
 }

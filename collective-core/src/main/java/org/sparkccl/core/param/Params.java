@@ -50,10 +50,13 @@ public final class Params {
             "threads of the resident kernels' block (a multiple of 32, 64 to 512): every small call's lines are"
                     + " spread over them, so fewer threads start a call's push sooner but carry more lines each",
             Params::parseResidentThreads);
+    public static final Param<Long> RESIDENT_MAX_BYTES = define("RESIDENT_MAX_BYTES", 32L << 10,
+            "the largest all-reduce in bytes that the resident kernels take (one block does the whole call); larger"
+                    + " one-shot calls launch a kernel of several blocks", Params::parseSize);
     /** The largest PDL_MAX_BLOCKS: the one-shot kernels let the next launch early only up to this many blocks (dev_comm.cuh). */
     public static final int PDL_MAX_BLOCKS_LIMIT = 16;
     public static final Param<Integer> PDL_MAX_BLOCKS = define("PDL_MAX_BLOCKS", 16,
-            "one-shot all-reduce kernels of at most this many blocks (4 KB each) are launched with programmatic"
+            "one-shot all-reduce kernels of at most this many blocks (16: up to 128 KB) are launched with programmatic"
                     + " dependent launch where the GPU has it (sm_90 and up): the next one starts while the one before"
                     + " it on the stream ends, which takes the launch latency off small stream-ordered and CUDA-graph"
                     + " calls; 0 launches every kernel plainly", Params::parsePdlMaxBlocks);
@@ -145,6 +148,10 @@ public final class Params {
     public static final Param<Long> ONESHOT_THRESHOLD = define("ONESHOT_THRESHOLD", -1L,
             "all-reduce size in bytes up to which the tuner picks the one-shot algorithm (and the size of its"
                     + " slots); -1 uses the measured default, 0 turns one-shot off", Params::parseSize);
+    public static final Param<Long> ONESHOT_BLOCK_BYTES = define("ONESHOT_BLOCK_BYTES", 2048L,
+            "the least input of a block of a one-shot all-reduce kernel on the GPU (one thread per 8 bytes, at most"
+                    + " 512 threads a block): calls of up to 16 such blocks get one block per this many bytes, larger"
+                    + " ones 16 blocks up to 128 KB, then one per 8 KB", Params::parsePositiveSize);
     public static final Param<Long> DIRECT_THRESHOLD = define("DIRECT_THRESHOLD", -1L,
             "all-reduce size in bytes from which the tuner picks the direct algorithm for buffers that lie in"
                     + " shared buffers (allocateShared) on every rank; -1 uses the measured default", Params::parseSize);
@@ -294,6 +301,15 @@ public final class Params {
         int v = Integer.parseInt(s.trim());
         if (v < 1) {
             throw new IllegalArgumentException("must be 1 or more, not " + v);
+        }
+        return v;
+    }
+
+    /** A size of at least 8 bytes (parseSize's spelling): one GPU thread's share of a one-shot all-reduce. */
+    static long parsePositiveSize(String s) {
+        long v = parseSize(s);
+        if (v < 8) {
+            throw new IllegalArgumentException("must be 8 bytes or more, not " + v);
         }
         return v;
     }

@@ -57,9 +57,11 @@ final class DevCommLayout {
     static final int HOST_STATUS = 48;
     static final int TIMEOUT_NS = 56;
     static final int BLOCKS_DONE = 64;
-    /** u32[2], the kernels' call counters (DevComm.calls): in DevComm itself, zero at connect. */
+    /** u32, the collectives this rank ran, counted by the kernels (DevComm.calls): in DevComm itself, zero at connect. */
     static final int CALLS = 72;
     static final int PROBE = 80;
+    /** Pointer to u32[MAX_CHANNELS] in device memory, each one-shot block's copy of the one-shot count (zero at connect). */
+    static final int ONE_SHOT_CALLS = 88;
 
     static final int RECV_LL = 0;
     static final int RECV_SIMPLE = 8;

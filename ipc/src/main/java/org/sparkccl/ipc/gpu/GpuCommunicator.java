@@ -350,6 +350,11 @@ public final class GpuCommunicator implements Communicator {
         return launcher.residentLaunches();
     }
 
+    /** Each one-shot block's copy of this rank's one-shot call count, for tests (GpuConnection.oneShotCallCounts). */
+    int[] oneShotCallCounts() {
+        return connection.oneShotCallCounts();
+    }
+
     /** How often the stream-resident one-shot kernel was launched (0 without one), for tests. */
     int streamResidentLaunches() {
         return launcher.streamResidentLaunches();

@@ -316,7 +316,8 @@ final class GpuConnection {
         String residentSetting = params.get(Params.RESIDENT).trim();
         boolean residentAuto = ranksInProcess == 1 || ranksInProcess == sharingGpu;
         if (oneShot && (residentSetting.equals("1") || residentSetting.equalsIgnoreCase("auto") && residentAuto)) {
-            resident = own(new ResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS), where));
+            resident = own(new ResidentKernel(device, module, devComm.address(), params.get(Params.RESIDENT_THREADS),
+                    params.get(Params.RESIDENT_MAX_BYTES), where));
         }
         String streamSetting = params.get(Params.STREAM_RESIDENT).trim();
         boolean streamWanted = streamSetting.equals("1") || streamSetting.equalsIgnoreCase("auto") && !someProcessSharesAGpu;
@@ -388,7 +389,7 @@ final class GpuConnection {
                 + ": receives via "
                 + (receivesP2p && receivesStaged ? "P2P and SHM/staged" : receivesP2p ? "P2P" : "SHM/staged")
                 + ", sends " + via + ", " + tuner.describe()
-                + (resident != null ? ", resident one-shot kernel up to " + ResidentKernel.MAX_BYTES + " bytes" : "")
+                + (resident != null ? ", resident one-shot kernel up to " + resident.maxBytes() + " bytes" : "")
                 + (streamResident != null ? " (stream-ordered calls too)" : "");
     }
 
@@ -441,6 +442,22 @@ final class GpuConnection {
     }
 
     /**
+     * Each one-shot block's copy of the one-shot call count (DevCommLayout.ONE_SHOT_CALLS), read back from
+     * the GPU once the work queued on the communicator's stream is done, for tests: between kernels every
+     * copy holds the same number.
+     */
+    int[] oneShotCallCounts() {
+        int[] counts = new int[DevCommLayout.MAX_CHANNELS];
+        DeviceBuffer.copyDeviceToArray(counts, oneShotCallsAddress(), 4L * counts.length, stream, where);
+        return counts;
+    }
+
+    /** In channelState: the channel states, the blocks-done counter on its own 64 bytes, the one-shot counts. */
+    private long oneShotCallsAddress() {
+        return channelState.address() + (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS + 64;
+    }
+
+    /**
      * The kernel's view of the rings and of the one-shot inboxes (DevCommLayout), written once to device
      * memory. Channel c receives in {@code recvWindows[c]} and sends into {@code sendWindows[c]}; abort
      * words are those of channel 0's windows, so an abort travels round channel 0's ring.
@@ -448,9 +465,10 @@ final class GpuConnection {
     private void writeDevComm(SegmentLayout layout, long[] recvWindows, long[] sendWindows, int channels,
                               long inboxBytes, long[] inboxes) {
         ChannelLayout ch = layout.channel();
-        // Channel states, then the kernel's blocks-done counter on its own 64 bytes.
+        // Channel states, then the kernel's blocks-done counter on its own 64 bytes, then the one-shot
+        // blocks' call counts (u32 each).
         long statesBytes = (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS;
-        channelState = own(DeviceBuffer.allocate(device, statesBytes + 64, "rank " + rank));
+        channelState = own(DeviceBuffer.allocate(device, statesBytes + 64 + 4L * DevCommLayout.MAX_CHANNELS, "rank " + rank));
         channelState.fill((byte) 0, stream);
         ByteBuffer b = ByteBuffer.allocate(DevCommLayout.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putLong(DevCommLayout.RANK, rank);
@@ -462,6 +480,7 @@ final class GpuConnection {
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
         b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
+        b.putLong(DevCommLayout.ONE_SHOT_CALLS, oneShotCallsAddress());
         // DevCommLayout.CALLS: the kernels' call counters, zero to begin with (this buffer's zeros).
         if (params.get(Params.PROBE)) {
             probes = own(new GpuProbes(device, stream, "rank " + rank));

@@ -145,7 +145,7 @@ final class GpuLauncher {
             }
         }
         putArgs(header, plan, send, recv, 0);
-        boolean viaResident = c.resident != null && plan.oneShot && count * type.size() <= ResidentKernel.MAX_BYTES;
+        boolean viaResident = c.resident != null && plan.oneShot && c.resident.takes(count * type.size());
         if (viaResident) {
             // The resident kernel runs on a stream of its own: what the caller queued on the communicator's
             // stream before this call (the input's copy, say) must be done before the doorbell rings, as it
@@ -324,7 +324,7 @@ final class GpuLauncher {
      * replays, a doorbell for one call does not).
      */
     private boolean viaStreamResident(GpuPlan plan, long bytes, CudaStream on) {
-        return c.streamResident != null && plan.oneShot && bytes <= ResidentKernel.MAX_BYTES && !on.isCapturing();
+        return c.streamResident != null && plan.oneShot && c.resident.takes(bytes) && !on.isCapturing();
     }
 
     /** Whether a kernel has reported a failure in the status words (read without waiting). */

@@ -35,21 +35,18 @@ final class GpuTuner {
      * (2 x n x 2 x threshold bytes) at 16 MB.
      */
     static final long DEFAULT_ONESHOT_BYTES_TIMES_RANKS = 4L << 20;
-    /**
-     * One block of a one-shot all-reduce per this many bytes of input: 512 lines of 8 bytes, about one per
-     * thread. At 8 KB a block (two lines a thread) an 8 KB call took 6.3-6.5 us in a CUDA graph against
-     * 3.1-3.8 us up to 2 KB (one H200, 2 ranks as threads): each further line a thread carries is more
-     * round trips to L2 one after the other.
-     */
-    static final long ONESHOT_BYTES_PER_BLOCK = 4L << 10;
     /** An LL128 channel carries at least this much: between LL's and Simple's, as its rate per block is. */
     static final long LL128_BYTES_PER_CHANNEL = 32L << 10;
+    /** The most input a one-shot block takes while a larger call can have more blocks: 2 lines a thread. */
+    static final long ONESHOT_MAX_BLOCK_BYTES = 8L << 10;
 
     private final Protocol forced;
     private final long llThreshold;
     private final int maxChannels;
     private final ChannelLayout layout;
     private final long oneShotThreshold;
+    /** The least input of a one-shot block (SPARKCCL_ONESHOT_BLOCK_BYTES): see {@link #oneShotBlocks}. */
+    private final long oneShotBlockBytes;
     private final boolean oneShotForced;
     /** The LL128 connections' layout; null where LL128 cannot run. */
     private final GpuLl128Layout ll128;
@@ -97,13 +94,10 @@ final class GpuTuner {
         this.layout = layout;
         this.maxChannels = maxChannels;
         this.oneShotThreshold = oneShotThreshold;
+        this.oneShotBlockBytes = params.get(Params.ONESHOT_BLOCK_BYTES);
         this.oneShotForced = "OneShot".equalsIgnoreCase(params.get(Params.ALGO).trim());
     }
 
-    /**
-     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
-     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
-     */
     /**
      * Threads per one-shot block: one per 8-byte line of the block's share, in whole warps, plus block 0's
      * header warp, at most THREADS. A small call launches a small block: the GPU starts it sooner (in a
@@ -113,6 +107,26 @@ final class GpuTuner {
     static int oneShotThreads(long messageBytes, int blocks) {
         long lines = Math.max(1, ceilDiv(ceilDiv(messageBytes, 8), blocks));
         return (int) Math.min(THREADS, 32 + roundUp(lines, 32));
+    }
+
+    /**
+     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
+     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
+     */
+    /**
+     * Blocks of a one-shot all-reduce of {@code bytes}: one per SPARKCCL_ONESHOT_BLOCK_BYTES (2 KB) up to
+     * the 16 blocks that programmatic dependent launch takes (Params.PDL_MAX_BLOCKS_LIMIT), then 16 blocks
+     * up to 16 x ONESHOT_MAX_BLOCK_BYTES (128 KB), then one per 8 KB, at most one per channel. Measured in
+     * a CUDA graph (one H100, 2 ranks as threads, same run): 8 KB took 3.4 us in blocks of 2 KB, 3.9 in
+     * blocks of 4 KB, 4.1 in one block; 32 KB 3.6 / 4.0 / 4.3; 128 KB 4.2 in 16 blocks of 8 KB against 6.2
+     * in 32 or 64 blocks, which launch plainly.
+     */
+    int oneShotBlocks(long bytes) {
+        long blocks = ceilDiv(bytes, oneShotBlockBytes);
+        if (blocks > Params.PDL_MAX_BLOCKS_LIMIT) {
+            blocks = Math.max(Params.PDL_MAX_BLOCKS_LIMIT, ceilDiv(bytes, ONESHOT_MAX_BLOCK_BYTES));
+        }
+        return (int) Math.max(1, Math.min(maxChannels, blocks));
     }
 
     static long oneShotCapacity(Params params, int nranks) {
@@ -139,7 +153,7 @@ final class GpuTuner {
                 : messageBytes <= llThreshold ? Protocol.LL : Protocol.SIMPLE;
         // One-shot up to its threshold unless the ring's Simple protocol is forced (ALGO=OneShot wins over that).
         if (kind == Kind.ALL_REDUCE && messageBytes <= oneShotThreshold && (oneShotForced || forced != Protocol.SIMPLE)) {
-            int blocks = (int) Math.max(1, Math.min(maxChannels, ceilDiv(messageBytes, ONESHOT_BYTES_PER_BLOCK)));
+            int blocks = oneShotBlocks(messageBytes);
             return GpuPlan.oneShot(count, type, blocks, oneShotThreads(messageBytes, blocks));
         }
         if (protocol == Protocol.LL128 && ll128 == null) {

@@ -41,12 +41,6 @@ final class ResidentKernel implements AutoCloseable {
         JdkAccess.ensureAgronaAccess(); // before this class touches Agrona (see JdkAccess)
     }
 
-    /**
-     * One block does the whole call, so only small all-reduces come here: on 2 x H200 its kernel took
-     * 7.0-7.9 us up to 8 KB, as a launched one-shot kernel's several blocks do, but 13.7 us at 32 KB
-     * (launched: 7.8).
-     */
-    static final long MAX_BYTES = 16L << 10;
     static final long IDLE_NS = TimeUnit.MILLISECONDS.toNanos(2);
     static final String KERNEL = "sccl_oneshot_resident";
     private static final int EXIT = 128;
@@ -62,15 +56,24 @@ final class ResidentKernel implements AutoCloseable {
     private final ByteBuffer params = ByteBuffer.allocateDirect(32).order(ByteOrder.LITTLE_ENDIAN);
     private final Pointer kernelParams = Pointer.to(Pointer.to(params));
     private final int threads;
+    /**
+     * One block does the whole call, so only small all-reduces come here (SPARKCCL_RESIDENT_MAX_BYTES,
+     * 32 KB by default). On 2 x H200 its kernel took 7.0-7.9 us up to 8 KB, as a launched one-shot kernel's
+     * several blocks do, but 13.7 us at 32 KB (launched: 7.8), when a thread read its lines one by one. With
+     * a thread's lines read 4 at a time (one H100, 2 ranks as threads, blocking calls): 32 KB 14.8 us against
+     * 20.1 launched, 64 KB 23.9 against about 21.
+     */
+    private final long maxBytes;
     private final String where;
     private boolean running;
     private long rung;        // what the doorbell holds
     private long beforeRing;  // what it held before the call in progress was rung
     private int launches;
 
-    ResidentKernel(CudaDevice device, KernelModule module, long devComm, int threads, String where) {
+    ResidentKernel(CudaDevice device, KernelModule module, long devComm, int threads, long maxBytes, String where) {
         this.device = device;
         this.threads = threads;
+        this.maxBytes = maxBytes;
         this.where = where;
         this.function = module.function(KERNEL);
         this.stream = new CudaStream(device, where);
@@ -85,6 +88,15 @@ final class ResidentKernel implements AutoCloseable {
         params.putLong(0, devComm);
         params.putLong(8, doorbell.devicePointer());
         params.putLong(24, IDLE_NS);
+    }
+
+    /** Whether an all-reduce of {@code bytes} comes here (or to the stream-resident kernel), if it runs one-shot. */
+    boolean takes(long bytes) {
+        return bytes <= maxBytes;
+    }
+
+    long maxBytes() {
+        return maxBytes;
     }
 
     /** Runs call {@code seq} (its CollArgs in {@code args}): launches the kernel if it is not running, then rings. */

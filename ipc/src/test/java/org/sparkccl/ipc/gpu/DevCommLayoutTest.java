@@ -62,6 +62,7 @@ class DevCommLayoutTest {
         want.put("blocksDone", DevCommLayout.BLOCKS_DONE);
         want.put("calls", DevCommLayout.CALLS);
         want.put("probe", DevCommLayout.PROBE);
+        want.put("oneShotCalls", DevCommLayout.ONE_SHOT_CALLS);
         want.put("ch", DevCommLayout.HEADER_BYTES);
         want.forEach((field, offset) -> assertEquals(offset, offsets.get(field), "DevComm." + field));
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -152,6 +153,13 @@ class GpuStreamOrderedTest {
                     comm.synchronize(user);
                     for (int i = 0; i < calls.length; i++) {
                         record(failures, calls[i].check(comm, user, checks.get(i), "replay " + replay));
+                    }
+                    // Every one-shot block keeps its own copy of the one-shot count; between kernels all copies
+                    // agree (one-shot calls of one block and of many here), or a rank could reuse an inbox too early.
+                    int[] counts = comm.oneShotCallCounts();
+                    if (Arrays.stream(counts).distinct().count() != 1 || counts[0] == 0) {
+                        failures.add("rank " + comm.rank() + " replay " + replay + ": one-shot blocks' call counts differ: "
+                                + Arrays.toString(counts));
                     }
                     // Calls between replays advance the kernels' counters (the graph's arguments stay as captured).
                     if (replay % 3 == 1) {

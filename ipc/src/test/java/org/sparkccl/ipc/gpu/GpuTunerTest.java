@@ -55,6 +55,26 @@ class GpuTunerTest {
         }
     }
 
+    /**
+     * One-shot blocks: one per 2 KB up to the 16 that programmatic dependent launch takes, 16 up to 128 KB,
+     * then one per 8 KB, at most one per channel (32 here); SPARKCCL_ONESHOT_BLOCK_BYTES moves the first step.
+     */
+    @Test
+    void oneShotBlocksStayWithinTheEarlyLaunchUpTo128Kb() {
+        GpuTuner t = new GpuTuner(Params.defaults(), LAYOUT, 32, 4L << 20, null, GpuCostModel.Link.NVLINK, 2);
+        long[][] want = {{8, 1}, {2048, 1}, {2052, 2}, {8 << 10, 4}, {32 << 10, 16}, {64 << 10, 16}, {128 << 10, 16},
+            {(128 << 10) + 4, 17}, {256 << 10, 32}, {2 << 20, 32}};
+        for (long[] w : want) {
+            GpuPlan plan = t.plan(Kind.ALL_REDUCE, w[0] / 4, DataType.FLOAT32, 2);
+            assertTrue(plan.oneShot, plan::toString);
+            assertEquals(w[1], plan.channels, w[0] + " bytes: " + plan);
+            assertTrue(plan.threads <= GpuTuner.THREADS, plan::toString);
+        }
+        GpuTuner four = new GpuTuner(Params.defaults().withOverrides(Map.of("SPARKCCL_ONESHOT_BLOCK_BYTES", "4K")), LAYOUT, 32,
+                4L << 20, null, GpuCostModel.Link.NVLINK, 2);
+        assertEquals(2, four.plan(Kind.ALL_REDUCE, 2048, DataType.FLOAT32, 2).channels);
+    }
+
     /** Equal costs at a crossover, and crossovers that grow in proportion to the number of ranks. */
     @Test
     void crossoversScaleWithTheRanks() {
