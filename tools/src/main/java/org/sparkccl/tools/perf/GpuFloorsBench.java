@@ -43,8 +43,9 @@ import picocli.CommandLine.Option;
  *   <li>host -> GPU -> host through mapped pinned memory to a kernel that is already running;</li>
  *   <li>a flag round trip between two blocks through global memory (GPU scope, and system scope);</li>
  * </ol>
- * and CUDA graphs: one graph of one null kernel launched and synchronized, and the time per kernel
- * inside a graph of 50 (the GPU's own back-to-back kernel floor).
+ * and CUDA graphs: one graph of one null kernel launched and synchronized, and launched alone back to
+ * back (the host's cost of a replay against a launch's), and the time per kernel inside a graph of 50
+ * (the GPU's own back-to-back kernel floor).
  *
  * <pre>
  *   GpuFloorsBench [-n 2000] [-w 500] [--device 0]
@@ -146,6 +147,10 @@ public final class GpuFloorsBench implements Callable<Integer> {
                     one.launch(stream);
                     stream.synchronize();
                 }));
+                // What a stream-ordered call would cost the host if it replayed a graph kept per call shape
+                // instead of launching: beside "cuLaunchKernel alone" above.
+                report("graph of 1 null kernel, cuGraphLaunch alone, queued back to back", timeQueued(() -> one.launch(stream),
+                        stream));
                 double[] per = time(() -> {
                     fifty.launch(stream);
                     stream.synchronize();
