@@ -357,13 +357,19 @@ __device__ __forceinline__ void countOneShotCall(const DevComm* comm, uint32_t* 
     }
 }
 
-// The last block to finish tells the host, through mapped host memory, that this collective is
-// complete: the host polls that word instead of asking the driver about the stream (a JNI call each).
-// Every block's results are fenced to system scope before it counts itself. Returns whether this
-// block was the last.
-__device__ __forceinline__ bool lastBlockDone(const DevComm* comm) {
-    __threadfence_system();
-    if (gridDim.x == 1) return true;  // no read of the counter's address on the way out of a small kernel
+// Whether this block is the last of its kernel to finish (thread 0 of every block). Its results are
+// fenced first: to system scope where the last block then tells the host, through mapped host memory,
+// that the collective is complete (the host polls that word instead of asking the driver about the
+// stream, a JNI call each); to GPU scope, for the count alone, where the stream orders what comes after
+// (ARG_FLAG_STREAM). One block is the last with no count: no read of the counter's address on the way out
+// of a small kernel.
+__device__ __forceinline__ bool lastBlockDone(const DevComm* comm, bool tellsHost) {
+    if (tellsHost) {
+        __threadfence_system();
+    } else if (gridDim.x != 1) {
+        __threadfence();
+    }
+    if (gridDim.x == 1) return true;
     unsigned int* done = (unsigned int*)comm->blocksDone;
     const bool last = atomicAdd(done, 1u) == gridDim.x - 1;
     if (last) atomicExch(done, 0u);  // the next collective's kernel runs after this one, on the same stream
@@ -371,20 +377,9 @@ __device__ __forceinline__ bool lastBlockDone(const DevComm* comm) {
 }
 
 // A ring kernel's end (thread 0 of every block): the last block to finish counts the call and, for a
-// blocking call, reports it done. A stream-ordered kernel (ARG_FLAG_STREAM) tells nobody: the stream
-// orders what comes after it, so its blocks fence at GPU scope only, for the count of finished blocks.
+// blocking call, reports it done; a stream-ordered one tells nobody.
 __device__ void finish(const DevComm* comm, uint32_t ticket, volatile int32_t* hostStatus, uint32_t flags) {
-    bool last;
-    if ((flags & ARG_FLAG_STREAM) == 0) {
-        last = lastBlockDone(comm);
-    } else if (gridDim.x == 1) {
-        last = true;  // one block's kernel is ordered by the stream alone
-    } else {
-        __threadfence();
-        unsigned int* done = (unsigned int*)comm->blocksDone;
-        last = atomicAdd(done, 1u) == gridDim.x - 1;
-        if (last) atomicExch(done, 0u);
-    }
+    const bool last = lastBlockDone(comm, (flags & ARG_FLAG_STREAM) == 0);
     if (last) {
         volatile uint32_t* calls = (volatile uint32_t*)&comm->calls;
         *calls = *calls + 1u;
@@ -400,7 +395,7 @@ __device__ void finishOneShot(const DevComm* comm, uint32_t* oneShotCalls, const
                               volatile int32_t* hostStatus, uint32_t flags) {
     countOneShotCall(comm, oneShotCalls, n);
     if ((flags & ARG_FLAG_STREAM) != 0) return;
-    if (lastBlockDone(comm)) reportDone(hostStatus, ticket);
+    if (lastBlockDone(comm, true)) reportDone(hostStatus, ticket);
 }
 
 // The waiter alone, with no barrier and no abort check: the one-shot paths check the abort word
