@@ -63,12 +63,12 @@ for t in ${RESIDENT_THREADS_SWEEP:-}; do
   b threads-$t "$cpn" SPARKCCL_RESIDENT_THREADS=$t SPARKCCL_PROBE=1 -- -b 8 -e 16K -f ${SWEEP_F:-4} -n 1000 -w 3000 -g 1 --ranks-per-gpu 2 --threads
   probes "$logs/bench-threads-$t.log" | grep "rank 0"
 done
-# BLOCK_BYTES_SWEEP="2048 8192": one-shot blocks of other sizes (SPARKCCL_ONESHOT_BLOCK_BYTES; default 4096).
+# BLOCK_BYTES_SWEEP="2048 8192": one-shot blocks of other sizes (SPARKCCL_ONESHOT_BLOCK_BYTES; default 2048).
 for x in ${BLOCK_BYTES_SWEEP:-}; do
   b new-bb$x "$cpn" SPARKCCL_ONESHOT_BLOCK_BYTES=$x -- -b 8 -e 256K -f 4 -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads
 done
 # RESIDENT_MAX_SWEEP="64K": blocking calls of 8-64 KB with the resident kernel taking up to that size
-# (SPARKCCL_RESIDENT_MAX_BYTES; default 16K, larger calls launch), beside this build's default.
+# (SPARKCCL_RESIDENT_MAX_BYTES; default 32K, larger calls launch), beside this build's default.
 for x in ${RESIDENT_MAX_SWEEP:-}; do
   b new-rmax$x "$cpn" SPARKCCL_RESIDENT_MAX_BYTES=$x -- -b 8K -e 64K -f 2 -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads --blocking-only
 done

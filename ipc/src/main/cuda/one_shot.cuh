@@ -121,8 +121,9 @@ __device__ __forceinline__ void oneShotReduceLines(const CollArgs& a, const OneS
     }
 }
 
-// Lines 4 at a time where a thread has more than one, else one: the 4-wide code on a thread's single
-// line made small calls 0.3-0.4 us slower in a CUDA graph (8 B-2 KB, one H100, same run).
+// Lines 4 at a time where a thread has more than one, else one. With the 4-wide code on every thread,
+// one-block calls were 0.3-0.45 us slower in a CUDA graph (8 B-2 KB, one H100, same run; the probes put it
+// in the body, not the end); that this is the cause is a guess not yet measured.
 template <class R, typename S>
 __device__ __noinline__ void oneShotReduce(const CollArgs& a, const OneShotPeers& p, Waiter& w, int64_t first,
                                            int64_t end, int64_t nbytes, uint32_t flag, int parity, int tid, int nthreads,

@@ -151,7 +151,7 @@ public final class Params {
     public static final Param<Long> ONESHOT_BLOCK_BYTES = define("ONESHOT_BLOCK_BYTES", 2048L,
             "the least input of a block of a one-shot all-reduce kernel on the GPU (one thread per 8 bytes, at most"
                     + " 512 threads a block): calls of up to 16 such blocks get one block per this many bytes, larger"
-                    + " ones 16 blocks up to 128 KB, then one per 8 KB", Params::parsePositiveSize);
+                    + " ones 16 blocks up to 128 KB, then one per 8 KB", Params::parseOneShotBlockBytes);
     public static final Param<Long> DIRECT_THRESHOLD = define("DIRECT_THRESHOLD", -1L,
             "all-reduce size in bytes from which the tuner picks the direct algorithm for buffers that lie in"
                     + " shared buffers (allocateShared) on every rank; -1 uses the measured default", Params::parseSize);
@@ -306,7 +306,7 @@ public final class Params {
     }
 
     /** A size of at least 8 bytes (parseSize's spelling): one GPU thread's share of a one-shot all-reduce. */
-    static long parsePositiveSize(String s) {
+    static long parseOneShotBlockBytes(String s) {
         long v = parseSize(s);
         if (v < 8) {
             throw new IllegalArgumentException("must be 8 bytes or more, not " + v);

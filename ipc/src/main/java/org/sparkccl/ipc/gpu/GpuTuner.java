@@ -110,10 +110,6 @@ final class GpuTuner {
     }
 
     /**
-     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
-     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
-     */
-    /**
      * Blocks of a one-shot all-reduce of {@code bytes}: one per SPARKCCL_ONESHOT_BLOCK_BYTES (2 KB) up to
      * the 16 blocks that programmatic dependent launch takes (Params.PDL_MAX_BLOCKS_LIMIT), then 16 blocks
      * up to 16 x ONESHOT_MAX_BLOCK_BYTES (128 KB), then one per 8 KB, at most one per channel. Measured in
@@ -129,6 +125,10 @@ final class GpuTuner {
         return (int) Math.max(1, Math.min(maxChannels, blocks));
     }
 
+    /**
+     * The largest all-reduce that may run one-shot, in bytes, as the settings say: what the inboxes
+     * must hold (0: one-shot off, with SPARKCCL_ALGO=Ring or SPARKCCL_ONESHOT_THRESHOLD=0).
+     */
     static long oneShotCapacity(Params params, int nranks) {
         if ("Ring".equalsIgnoreCase(params.get(Params.ALGO).trim())) {
             return 0;

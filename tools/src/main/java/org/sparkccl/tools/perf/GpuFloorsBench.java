@@ -100,15 +100,11 @@ public final class GpuFloorsBench implements Callable<Integer> {
             // The host's clock, which every blocking call reads a few times (GpuLauncher's breakdown): where the
             // clock source is not the TSC, each read is a system call.
             long[] sink = {0};
-            double[] clock = time(() -> {
+            report("host clock: System.nanoTime(), per read (100 a sample)", perItem(time(() -> {
                 for (int i = 0; i < 100; i++) {
                     sink[0] += System.nanoTime();
                 }
-            });
-            for (int i = 0; i < clock.length; i++) {
-                clock[i] /= 100;
-            }
-            report("host clock: System.nanoTime(), per read (100 a sample)", clock);
+            }), 100));
 
             // (i) a null kernel, launched and synchronized.
             report("(i) null kernel, JCuda cuLaunchKernel + cuStreamSynchronize",
@@ -151,14 +147,10 @@ public final class GpuFloorsBench implements Callable<Integer> {
                 // instead of launching: beside "cuLaunchKernel alone" above.
                 report("graph of 1 null kernel, cuGraphLaunch alone, queued back to back", timeQueued(() -> one.launch(stream),
                         stream));
-                double[] per = time(() -> {
+                report("graph of " + GRAPH_KERNELS + " null kernels, per kernel (GPU back-to-back kernel floor)", perItem(time(() -> {
                     fifty.launch(stream);
                     stream.synchronize();
-                });
-                for (int i = 0; i < per.length; i++) {
-                    per[i] /= GRAPH_KERNELS;
-                }
-                report("graph of " + GRAPH_KERNELS + " null kernels, per kernel (GPU back-to-back kernel floor)", per);
+                }), GRAPH_KERNELS));
             }
 
             // (iii) host -> GPU -> host to a kernel that is already running.
@@ -251,6 +243,14 @@ public final class GpuFloorsBench implements Callable<Integer> {
             Cuda.check(JCudaDriver.cuMemsetD32(bellPtr, (int) STOP, 2), "cuMemsetD32", "floors");
             echoStream.synchronize();
         }
+    }
+
+    /** Samples of {@code items} things each, as the time of one. */
+    private static double[] perItem(double[] samples, int items) {
+        for (int i = 0; i < samples.length; i++) {
+            samples[i] /= items;
+        }
+        return samples;
     }
 
     private double[] time(Runnable once) {
