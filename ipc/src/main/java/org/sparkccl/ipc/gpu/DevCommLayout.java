@@ -48,6 +48,13 @@ final class DevCommLayout {
     static final int BYTES = LL128 + MAX_CHANNELS * LL128_CHANNEL_BYTES;
     static final int STATE_BYTES = 64;
 
+    // The per-connection state buffer in device memory (GpuConnection's channelState), zero at connect:
+    // each channel's state (STATE_BYTES), then the kernels' blocks-done counter on a 64-byte line of its
+    // own (DevComm.blocksDone), then each one-shot block's call count (u32, DevComm.oneShotCalls).
+    static final long STATES_BLOCKS_DONE = (long) STATE_BYTES * MAX_CHANNELS;
+    static final long STATES_ONE_SHOT_CALLS = STATES_BLOCKS_DONE + 64;
+    static final long STATES_BYTES = STATES_ONE_SHOT_CALLS + 4L * MAX_CHANNELS;
+
     static final int RANK = 0;
     static final int NRANKS = 8;
     static final int LL_SLOT_BYTES = 16;

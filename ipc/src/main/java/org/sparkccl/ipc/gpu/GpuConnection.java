@@ -448,13 +448,9 @@ final class GpuConnection {
      */
     int[] oneShotCallCounts() {
         int[] counts = new int[DevCommLayout.MAX_CHANNELS];
-        DeviceBuffer.copyDeviceToArray(counts, oneShotCallsAddress(), 4L * counts.length, stream, where);
+        DeviceBuffer.copyDeviceToArray(counts, channelState.address() + DevCommLayout.STATES_ONE_SHOT_CALLS,
+                4L * counts.length, stream, where);
         return counts;
-    }
-
-    /** In channelState: the channel states, the blocks-done counter on its own 64 bytes, the one-shot counts. */
-    private long oneShotCallsAddress() {
-        return channelState.address() + (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS + 64;
     }
 
     /**
@@ -465,10 +461,7 @@ final class GpuConnection {
     private void writeDevComm(SegmentLayout layout, long[] recvWindows, long[] sendWindows, int channels,
                               long inboxBytes, long[] inboxes) {
         ChannelLayout ch = layout.channel();
-        // Channel states, then the kernel's blocks-done counter on its own 64 bytes, then the one-shot
-        // blocks' call counts (u32 each).
-        long statesBytes = (long) DevCommLayout.STATE_BYTES * DevCommLayout.MAX_CHANNELS;
-        channelState = own(DeviceBuffer.allocate(device, statesBytes + 64 + 4L * DevCommLayout.MAX_CHANNELS, "rank " + rank));
+        channelState = own(DeviceBuffer.allocate(device, DevCommLayout.STATES_BYTES, "rank " + rank));
         channelState.fill((byte) 0, stream);
         ByteBuffer b = ByteBuffer.allocate(DevCommLayout.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putLong(DevCommLayout.RANK, rank);
@@ -479,8 +472,8 @@ final class GpuConnection {
         b.putLong(DevCommLayout.NEXT_STATE, sendWindows[0] + SegmentLayout.STATE_OFFSET);
         b.putLong(DevCommLayout.HOST_STATUS, status.devicePointer());
         b.putLong(DevCommLayout.TIMEOUT_NS, timeoutNs);
-        b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + statesBytes);
-        b.putLong(DevCommLayout.ONE_SHOT_CALLS, oneShotCallsAddress());
+        b.putLong(DevCommLayout.BLOCKS_DONE, channelState.address() + DevCommLayout.STATES_BLOCKS_DONE);
+        b.putLong(DevCommLayout.ONE_SHOT_CALLS, channelState.address() + DevCommLayout.STATES_ONE_SHOT_CALLS);
         // DevCommLayout.CALLS: the kernels' call counters, zero to begin with (this buffer's zeros).
         if (params.get(Params.PROBE)) {
             probes = own(new GpuProbes(device, stream, "rank " + rank));
