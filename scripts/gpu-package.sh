@@ -43,5 +43,9 @@ if [ ! -f "$dest/jre.tgz" ]; then
   # allreduce-perf draws with JFreeChart (java.beans), and failed without it on the GPU machine.
   bash "$root/scripts/make-jre.sh" "$dest/jre.tgz" jdk.management,jdk.incubator.vector,java.desktop
 fi
+# The launch floor from C++ (no JVM): beside GpuFloorsBench's JCuda and JNA numbers. Built where nvcc is.
+if command -v nvcc > /dev/null; then
+  nvcc -O2 -arch=sm_90 -o "$dest/launch_floor" scripts/launch_floor.cu
+fi
 cp scripts/gpu-test.sh scripts/gpu-i25-final.sh scripts/nccl_allreduce_bench.py scripts/gpu_report.py scripts/gpu_floors.py "$dest/"
 du -sh "$dest"
