@@ -26,7 +26,7 @@ echo "exit $?" >> "$logs/floors-java.log"
 [ -n "${LEAN:-}" ] || timeout 100 python3 "$dev/gpu_floors.py" 2000 > "$logs/floors-torch.log" 2>&1; echo "exit $?" >> "$logs/floors-torch.log"
 # The launch floor from C++ (scripts/launch_floor.cu, built by gpu-package.sh where nvcc is).
 [ ! -x "$dev/launch_floor" ] || { timeout 60 "$dev/launch_floor"; echo "exit $?"; } > "$logs/floors-c.log" 2>&1
-grep -hE "^FLOOR|^CFLOOR|exit [1-9]|Exception" "$logs/floors-java.log" "$logs/floors-torch.log" "$logs/floors-c.log" | sed 's/  */ /g; s/FLOOR //' | cut -c1-190
+grep -hE "^FLOOR|^CFLOOR|exit [1-9]|Exception" "$logs/floors-java.log" "$logs/floors-torch.log" "$logs/floors-c.log" | sed 's/  */ /g; s/^FLOOR //' | cut -c1-190
 b() { # label classpath env... -- args
   local label=$1 cp=$2; shift 2; local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
   env "${envs[@]}" timeout 150 "$java" "${jvm[@]}" -cp "$cp" org.sparkccl.tools.perf.GpuAllReduceBench "$@" > "$logs/bench-$label.log" 2>&1
