@@ -31,6 +31,8 @@ __global__ void pdl_kernel(int *p) {
 // The driver calls timed here, taken from the driver that the runtime loaded.
 static decltype(&cuLaunchKernel) launchKernel;
 static decltype(&cuLaunchKernelEx) launchKernelEx;
+static CUresult (*execKernelNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v1 *);
+static CUresult (*driverGraphLaunch)(CUgraphExec, CUstream);
 
 template <typename F>
 static void entry(F *fn, const char *name) {
@@ -82,6 +84,8 @@ int main() {
     check(cudaFree(nullptr), "context");
     entry(&launchKernel, "cuLaunchKernel");
     entry(&launchKernelEx, "cuLaunchKernelEx");
+    entry(&execKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
+    entry(&driverGraphLaunch, "cuGraphLaunch");
     cudaStream_t s, s2;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
     check(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream");
@@ -122,6 +126,25 @@ int main() {
     printf("CFLOOR graph of 1 kernel, cudaGraphLaunch alone, queued back to back: %.2f us\n", timeQueued(graphLaunch, s));
     printf("CFLOOR graph of 1 kernel, cudaGraphLaunch queued, per call to drained: %.2f us\n", timeDrained(graphLaunch, s));
 
+    // One graph of one kernel node whose parameters are rewritten before every launch: a stream-ordered call
+    // of any shape through one instantiated graph (GraphLaunch).
+    cudaGraphNode_t node;
+    size_t nodes = 1;
+    check(cudaGraphGetNodes(g, &node, &nodes), "cudaGraphGetNodes");
+    CUDA_KERNEL_NODE_PARAMS_v1 kp = {};
+    kp.func = f;
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 32; kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = args;
+    auto setAndLaunch = [&] {
+        checkDrv(execKernelNodeSetParams((CUgraphExec) ge, (CUgraphNode) node, &kp), "cuGraphExecKernelNodeSetParams");
+        checkDrv(driverGraphLaunch((CUgraphExec) ge, s), "cuGraphLaunch");
+    };
+    printf("CFLOOR graph of 1 kernel, cuGraphExecKernelNodeSetParams + cuGraphLaunch, queued back to back: %.2f us\n",
+           timeQueued(setAndLaunch, s));
+    printf("CFLOOR graph of 1 kernel, cuGraphExecKernelNodeSetParams + cuGraphLaunch, per call to drained: %.2f us\n",
+           timeDrained(setAndLaunch, s));
+
     // Two threads of one process, each launching into its own stream of the one context (two ranks as threads).
     for (int pdl = 0; pdl <= 1; pdl++) {
         double per[2];
@@ -141,6 +164,27 @@ int main() {
         b.join();
         printf("CFLOOR 2 threads at once, %s alone, queued back to back, per call: %.2f / %.2f us\n",
                pdl ? "cuLaunchKernelEx (programmatic)" : "cuLaunchKernel", per[0], per[1]);
+    }
+    {
+        cudaGraphExec_t ge2;
+        check(cudaGraphInstantiate(&ge2, g, 0), "instantiate");
+        double per[2];
+        auto worker = [&](int t) {
+            check(cudaSetDevice(0), "cudaSetDevice");
+            cudaStream_t st = t == 0 ? s : s2;
+            CUgraphExec e = (CUgraphExec) (t == 0 ? ge : ge2);
+            auto one = [&] {
+                checkDrv(execKernelNodeSetParams(e, (CUgraphNode) node, &kp), "cuGraphExecKernelNodeSetParams");
+                checkDrv(driverGraphLaunch(e, st), "cuGraphLaunch");
+            };
+            per[t] = timeQueued(one, st);
+        };
+        std::thread a(worker, 0), b(worker, 1);
+        a.join();
+        b.join();
+        printf("CFLOOR 2 threads at once, cuGraphExecKernelNodeSetParams + cuGraphLaunch, queued back to back, per call: %.2f / %.2f us\n",
+               per[0], per[1]);
+        check(cudaGraphExecDestroy(ge2), "destroy");
     }
     check(cudaGraphExecDestroy(ge), "destroy");
     check(cudaGraphDestroy(g), "destroy");
