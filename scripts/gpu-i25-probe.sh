@@ -5,7 +5,7 @@
 # stamps of every one-shot call: GpuProbes), the stream-resident kernel on and off, bfloat16, 128 / 256 MB, then the gpu-tagged tests named
 # in SELECT (default: the collectives, stream-ordered, LL128 and cross-process tests; SELECT=all: every
 # gpu-tagged test).
-# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (RESIDENT_THREADS_SWEEP, BLOCK_BYTES_SWEEP, RESIDENT_MAX_SWEEP, SELECT: see below)
+# Usage: bash DEV/gpu-i25-probe.sh DEV [BASE_DIR]   (VARIANTS, RESIDENT_THREADS_SWEEP, BLOCK_BYTES_SWEEP, RESIDENT_MAX_SWEEP, SELECT: see below)
 set -u
 dev=${1:-.device}
 base=${2:-}
@@ -44,7 +44,18 @@ if [ -n "$base" ]; then
 fi
 b new-float "$cpn" -- $A
 grep "^STREAM rank 0" "$logs/bench-new-float.log" | cut -c1-120
+# VARIANTS="SPARKCCL_STREAM_LAUNCH=graph ...": this build again with those settings (commas join several), run
+# here and once more after bfloat16, interleaved with the default.
+variants() {
+  for v in ${VARIANTS:-}; do
+    local name=new-$(echo "$v" | tr -c 'A-Za-z0-9\n' '_')$1
+    b "$name" "$cpn" ${v//,/ } -- $A
+    grep "^STREAM rank 0" "$logs/bench-$name.log" | cut -c1-120
+  done
+}
+variants ""
 b new-bf16 "$cpn" -- $A -d bfloat16
+variants 2
 # LEAN=1: the above, 128 / 256 MB and the tests only (a call that must fit a small budget).
 if [ -z "${LEAN:-}" ]; then
 # Programmatic dependent launch off (small one-shot kernels launched plainly), in the same run.

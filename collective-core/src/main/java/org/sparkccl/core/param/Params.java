@@ -60,6 +60,11 @@ public final class Params {
                     + " dependent launch where the GPU has it (sm_90 and up): the next one starts while the one before"
                     + " it on the stream ends, which takes the launch latency off small stream-ordered and CUDA-graph"
                     + " calls; 0 launches every kernel plainly", Params::parsePdlMaxBlocks);
+    public static final Param<String> STREAM_LAUNCH = define("STREAM_LAUNCH", "kernel",
+            "how a stream-ordered collective is queued on the caller's stream (outside a CUDA graph capture, which"
+                    + " always records a kernel launch): kernel launches its kernel; graph rewrites the kernel node of"
+                    + " one CUDA graph kept per communicator and launches the graph, which costs the host less per"
+                    + " call (docs/perf/gpu-allreduce.md)", s -> oneOfIgnoringCase(s, "kernel", "graph"));
     public static final Param<String> STREAM_RESIDENT = define("STREAM_RESIDENT", "0",
             "1 lets a second resident kernel per GPU rank take small stream-ordered one-shot all-reduces from the"
                     + " caller's stream (one cuStreamBatchMemOp per call instead of a kernel launch; not inside a CUDA"

@@ -5,8 +5,9 @@ import com.sun.jna.Native;
 /**
  * The CUDA driver's entry points that JCuda 12.0.0 does not bind, bound here, in one place, through JNA's
  * direct mapping: the virtual memory calls ({@link CudaVmm}), the batch of stream memory operations
- * ({@link StreamMemOps}: JCuda's {@code CUstreamBatchMemOpParams} has no fields) and the extensible
- * launch ({@link ProgrammaticLaunch}). Handles, pointers and structs go as addresses ({@code long}).
+ * ({@link StreamMemOps}: JCuda's {@code CUstreamBatchMemOpParams} has no fields), the extensible
+ * launch ({@link ProgrammaticLaunch}) and a graph's kernel node rewritten then launched ({@link GraphLaunch}:
+ * JCuda's calls would marshal a Java object of parameters on every launch). Handles, pointers and structs go as addresses ({@code long}).
  * Bound on first use, and only where JCuda already found a driver.
  */
 final class DriverDirect {
@@ -19,7 +20,7 @@ final class DriverDirect {
             Native.register(DriverDirect.class, "libcuda.so.1");
         } catch (LinkageError | RuntimeException e) {
             reason = "the CUDA driver's calls that JCuda lacks (virtual memory, stream memory operations,"
-                    + " cuLaunchKernelEx) could not be bound through JNA: " + e;
+                    + " cuLaunchKernelEx, graph kernel node updates) could not be bound through JNA: " + e;
         }
         UNAVAILABLE = reason;
     }
@@ -53,4 +54,9 @@ final class DriverDirect {
 
     /** {@code config} is a CUlaunchConfig*, {@code f} a CUfunction, {@code kernelParams} a void**. */
     static native int cuLaunchKernelEx(long config, long f, long kernelParams, long extra);
+
+    /** {@code nodeParams} is a CUDA_KERNEL_NODE_PARAMS_v2*. */
+    static native int cuGraphExecKernelNodeSetParams_v2(long graphExec, long node, long nodeParams);
+
+    static native int cuGraphLaunch(long graphExec, long stream);
 }

@@ -360,6 +360,11 @@ public final class GpuCommunicator implements Communicator {
         return launcher.streamResidentLaunches();
     }
 
+    /** How many stream-ordered calls were queued through the one-kernel graph (SPARKCCL_STREAM_LAUNCH=graph), for tests. */
+    long graphLaunches() {
+        return launcher.graphLaunches();
+    }
+
     /** Host time of the last kernel launch call (JCuda and the driver), for benchmarks. */
     public long lastLaunchNanos() {
         return launcher.lastLaunchNanos();

@@ -22,6 +22,7 @@ import org.sparkccl.ipc.cuda.Cuda;
 import org.sparkccl.ipc.cuda.CudaDevice;
 import org.sparkccl.ipc.cuda.CudaException;
 import org.sparkccl.ipc.cuda.CudaStream;
+import org.sparkccl.ipc.cuda.GraphLaunch;
 import org.sparkccl.ipc.cuda.ProgrammaticLaunch;
 
 /**
@@ -68,6 +69,8 @@ final class GpuLauncher {
     private final int programmaticMaxBlocks;
     /** Launches with programmatic dependent launch (sm_90 and up), else null. */
     private final ProgrammaticLaunch programmatic;
+    /** Queues stream-ordered calls outside a graph capture (Params.STREAM_LAUNCH graph), else null. */
+    private final GraphLaunch graphLaunch;
     /** How waitForKernel idles (the host engine's strategy, with fixed 20 us parks). */
     private final SpinYieldPark idle;
     /** Started by the first stream-ordered call. */
@@ -102,6 +105,14 @@ final class GpuLauncher {
         } else {
             this.programmatic = null;
             this.programmaticMaxBlocks = 0;
+        }
+        // Made here, before the communicator's first collective (GraphLaunch says why).
+        if (connection.devComm != null && "graph".equalsIgnoreCase(params.get(Params.STREAM_LAUNCH))
+                && GraphLaunch.unavailable() == null) {
+            this.graphLaunch = c.own(new GraphLaunch(device, c.module.function(GpuPlan.oneShotKernelName(DataType.FLOAT32)),
+                    argsView, where));
+        } else {
+            this.graphLaunch = null;
         }
     }
 
@@ -312,6 +323,8 @@ final class GpuLauncher {
             } catch (CudaException e) {
                 throw failures.failedCuda(header.describe(), e);
             }
+        } else if (graphLaunch != null && !on.isCapturing()) {
+            graphLaunch.launch(c.module.function(plan.kernel), plan.channels, plan.threads, on);
         } else {
             launch(plan, on);
         }
@@ -511,6 +524,11 @@ final class GpuLauncher {
     /** How often the stream-resident one-shot kernel was launched (0 without one). */
     int streamResidentLaunches() {
         return c.streamResident == null ? 0 : c.streamResident.launches();
+    }
+
+    /** How many stream-ordered calls were queued through the one-kernel graph (0 without one). */
+    long graphLaunches() {
+        return graphLaunch == null ? 0 : graphLaunch.launches();
     }
 
     /** Host time of the last kernel launch call (JCuda and the driver). */

@@ -301,8 +301,8 @@ class GpuStreamOrderedTest {
      * One checked stream-ordered all-reduce on the test buffers at {@code offset}: inputs up, the call,
      * synchronize, output down; the failure described, or null.
      */
-    private static String streamOrderedAllReduce(GpuCommunicator comm, CudaStream user, DataType type, ReduceOp op,
-                                                 long count, boolean inPlace, long seed, long offset) {
+    static String streamOrderedAllReduce(GpuCommunicator comm, CudaStream user, DataType type, ReduceOp op,
+                                         long count, boolean inPlace, long seed, long offset) {
         GpuTestSupport.Buffers buffers = GpuTestSupport.Buffers.of();
         Call call = new Call(type, op, count, buffers.a, offset, inPlace ? buffers.a : buffers.b, offset);
         ReferenceCheck reference = call.fill(comm, user, seed);
@@ -311,11 +311,11 @@ class GpuStreamOrderedTest {
         return call.check(comm, user, reference, "stream-ordered" + (inPlace ? " in place" : ""));
     }
 
-    private static void assertNoFailures(List<String> failures) {
+    static void assertNoFailures(List<String> failures) {
         assertTrue(failures.isEmpty(), failures.size() + " wrong results:\n" + String.join("\n", failures));
     }
 
-    private static void record(List<String> failures, String failure) {
+    static void record(List<String> failures, String failure) {
         if (failure != null) {
             System.out.println("WRONG: " + failure);
             failures.add(failure);

@@ -277,6 +277,25 @@ public final class GpuAllReduceBench implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "STREAM rank %d %d B: queued in %.2f us per call, done in %.2f%n", comm.rank(),
                     size, queued / 1e3 / iters, nanos[0] / 1e3 / iters);
         });
+        // The ranks in turn, each queueing its -n calls while the others wait: the host's cost of a call with
+        // no other thread launching into the context, i.e. what one rank per process pays (ranks as threads of
+        // one process share the context's launch path). The GPU runs them once the last rank has queued.
+        long[] alone = new long[1];
+        wrong += checked(comm, reference, recv, count, size, () -> {
+            for (int turn = 0; turn < comm.size(); turn++) {
+                bootstrap.barrier();
+                if (turn == comm.rank()) {
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < iters; i++) {
+                        comm.allReduce(send.address(), recv.address(), count, type, op, user);
+                    }
+                    alone[0] = System.nanoTime() - t0;
+                }
+            }
+            comm.synchronize(user);
+            System.out.printf(Locale.ROOT, "STREAM rank %d %d B: queued alone in %.2f us per call%n", comm.rank(), size,
+                    alone[0] / 1e3 / iters);
+        });
         return new Timed(nanos[0] / 1e3 / iters, wrong);
     }
 
