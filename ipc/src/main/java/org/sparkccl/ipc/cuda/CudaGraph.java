@@ -57,6 +57,11 @@ public final class CudaGraph extends NativeResource {
 
     @Override
     protected void release() {
+        destroy(exec, graph, where);
+    }
+
+    /** Destroys an instantiated graph, then the graph it was made from (also {@link GraphLaunch}'s). */
+    static void destroy(CUgraphExec exec, CUgraph graph, String where) {
         try {
             Cuda.check(JCudaDriver.cuGraphExecDestroy(exec), "cuGraphExecDestroy", where);
         } finally {

@@ -116,10 +116,6 @@ public final class GraphLaunch extends NativeResource {
 
     @Override
     protected void release() {
-        try {
-            Cuda.check(JCudaDriver.cuGraphExecDestroy(exec), "cuGraphExecDestroy", where);
-        } finally {
-            Cuda.check(JCudaDriver.cuGraphDestroy(graph), "cuGraphDestroy", where);
-        }
+        CudaGraph.destroy(exec, graph, where);
     }
 }

@@ -3,7 +3,6 @@ package org.sparkccl.ipc.gpu;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.junit.jupiter.api.Tag;
@@ -25,9 +24,7 @@ import org.sparkccl.ipc.cuda.CudaStream;
 class GpuStreamGraphLaunchTest extends GpuStreamOrderedTest {
     @Override
     Params params(String... keyValues) {
-        String[] all = Arrays.copyOf(new String[] {"SPARKCCL_STREAM_LAUNCH", "graph"}, 2 + keyValues.length);
-        System.arraycopy(keyValues, 0, all, 2, keyValues.length);
-        return GpuTestSupport.params(all);
+        return paramsWith(new String[] {"SPARKCCL_STREAM_LAUNCH", "graph"}, keyValues);
     }
 
     /** One-shot and ring sizes alternating, each call checked: every one was queued through the graph. */

@@ -32,9 +32,16 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 class GpuStreamOrderedTest {
     private static final long[] COUNTS = {1, 7, 1023, 65537, (1L << 20) + 3};
 
-    /** The settings of every test here, with {@code keyValues} on top (GpuStreamResidentTest adds its own). */
+    /** The settings of every test here, with {@code keyValues} on top (the subclasses add their own). */
     Params params(String... keyValues) {
         return GpuTestSupport.params(keyValues);
+    }
+
+    /** A subclass's settings: {@code fixed} (key, value, ...), then a test's own {@code keyValues} on top. */
+    static Params paramsWith(String[] fixed, String... keyValues) {
+        String[] all = Arrays.copyOf(fixed, fixed.length + keyValues.length);
+        System.arraycopy(keyValues, 0, all, fixed.length, keyValues.length);
+        return GpuTestSupport.params(all);
     }
 
     @Test

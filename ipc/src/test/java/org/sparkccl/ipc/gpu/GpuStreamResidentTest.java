@@ -24,10 +24,7 @@ import org.sparkccl.ipc.cuda.DeviceBuffer;
 class GpuStreamResidentTest extends GpuStreamOrderedTest {
     @Override
     Params params(String... keyValues) {
-        String[] all = Arrays.copyOf(new String[] {"SPARKCCL_RESIDENT", "1", "SPARKCCL_STREAM_RESIDENT", "1"},
-                4 + keyValues.length);
-        System.arraycopy(keyValues, 0, all, 4, keyValues.length);
-        return GpuTestSupport.params(all);
+        return paramsWith(new String[] {"SPARKCCL_RESIDENT", "1", "SPARKCCL_STREAM_RESIDENT", "1"}, keyValues);
     }
 
     /**
