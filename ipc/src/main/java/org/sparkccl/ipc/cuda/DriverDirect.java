@@ -20,7 +20,7 @@ final class DriverDirect {
             Native.register(DriverDirect.class, "libcuda.so.1");
         } catch (LinkageError | RuntimeException e) {
             reason = "the CUDA driver's calls that JCuda lacks (virtual memory, stream memory operations,"
-                    + " cuLaunchKernelEx, graph kernel node updates) could not be bound through JNA: " + e;
+                    + " cuLaunchKernelEx) could not be bound through JNA: " + e;
         }
         UNAVAILABLE = reason;
     }
@@ -55,8 +55,33 @@ final class DriverDirect {
     /** {@code config} is a CUlaunchConfig*, {@code f} a CUfunction, {@code kernelParams} a void**. */
     static native int cuLaunchKernelEx(long config, long f, long kernelParams, long extra);
 
-    /** {@code nodeParams} is a CUDA_KERNEL_NODE_PARAMS_v2*. */
-    static native int cuGraphExecKernelNodeSetParams_v2(long graphExec, long node, long nodeParams);
+    /**
+     * The graph calls, registered apart: {@code cuGraphExecKernelNodeSetParams_v2} came with CUDA 12.0's
+     * driver, and an older driver that lacks it must not take the calls above down with it.
+     */
+    static final class Graphs {
+        /** Null where both calls could be bound, else why not. */
+        static final String UNAVAILABLE;
 
-    static native int cuGraphLaunch(long graphExec, long stream);
+        static {
+            String reason = DriverDirect.UNAVAILABLE;
+            if (reason == null) {
+                try {
+                    Native.register(Graphs.class, "libcuda.so.1");
+                } catch (LinkageError | RuntimeException e) {
+                    reason = "the CUDA driver's graph kernel node update (cuGraphExecKernelNodeSetParams_v2, CUDA 12)"
+                            + " could not be bound through JNA: " + e;
+                }
+            }
+            UNAVAILABLE = reason;
+        }
+
+        private Graphs() {
+        }
+
+        /** {@code nodeParams} is a CUDA_KERNEL_NODE_PARAMS_v2*. */
+        static native int cuGraphExecKernelNodeSetParams_v2(long graphExec, long node, long nodeParams);
+
+        static native int cuGraphLaunch(long graphExec, long stream);
+    }
 }

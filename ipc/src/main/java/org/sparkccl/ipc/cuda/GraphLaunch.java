@@ -90,7 +90,7 @@ public final class GraphLaunch extends NativeResource {
 
     /** Null where the driver calls this needs can be made, else why not. */
     public static String unavailable() {
-        return DriverDirect.UNAVAILABLE;
+        return DriverDirect.Graphs.UNAVAILABLE;
     }
 
     /** Queues {@code function} on {@code stream}, {@code blocks} blocks of {@code threads}, with the arguments as they are now. */
@@ -98,11 +98,11 @@ public final class GraphLaunch extends NativeResource {
         block.putLong(FUNC, Cuda.handleAddress(function));
         block.putInt(GRID_X, blocks);
         block.putInt(BLOCK_X, threads);
-        int rc = DriverDirect.cuGraphExecKernelNodeSetParams_v2(execAddress, nodeAddress, paramsAddress);
+        int rc = DriverDirect.Graphs.cuGraphExecKernelNodeSetParams_v2(execAddress, nodeAddress, paramsAddress);
         if (rc != 0) {
             Cuda.check(rc, "cuGraphExecKernelNodeSetParams(" + blocks + " blocks of " + threads + " threads)", where);
         }
-        rc = DriverDirect.cuGraphLaunch(execAddress, Cuda.handleAddress(stream.handle()));
+        rc = DriverDirect.Graphs.cuGraphLaunch(execAddress, Cuda.handleAddress(stream.handle()));
         if (rc != 0) {
             Cuda.check(rc, "cuGraphLaunch(one-kernel launch graph)", where);
         }
