@@ -54,6 +54,10 @@ variants() {
   done
 }
 variants ""
+# 64 KB, which the x4 series above steps over (32 KB, 128 KB): the top of the 8 B-64 KB range.
+S64="-b 64K -e 64K -n 200 -w ${WARMUP:-2000} -g 1 --ranks-per-gpu 2 --threads"
+if [ -n "$base" ]; then b base-64k "$cpb" -- $S64; fi
+b new-64k "$cpn" -- $S64
 b new-bf16 "$cpn" -- $A -d bfloat16
 variants 2
 # LEAN=1: the above, 128 / 256 MB and the tests only (a call that must fit a small budget).
