@@ -16,9 +16,11 @@ import org.sparkccl.core.jdk.JdkAccess;
  * Kernel launches through one instantiated CUDA graph of a single kernel node, whose kernel, grid and
  * arguments are rewritten before every launch ({@code cuGraphExecKernelNodeSetParams}, then
  * {@code cuGraphLaunch}). Why: queueing a graph costs the host less than queueing a kernel, and the two
- * calls together still did (one H100, scripts/launch_floor.cu: a graph launch 1.2 us, a kernel launch
- * 2.5 us from C++, 2.8 through JCuda), so a stream-ordered call queued this way lets the host keep up
- * with a GPU that takes a small call every 3 us. The rewrite affects only later launches (CUDA copies the
+ * calls together still do (H100s, scripts/launch_floor.cu: rewrite and graph launch 1.3-2.1 us against a
+ * kernel launch of 2.5-3.9 us from C++; a stream-ordered all-reduce queued by one thread 2.1-2.4 us
+ * against 3.2-4.0 launched), so one thread queueing this way can keep up with a GPU that takes a small
+ * call every 3 us. Two threads queueing into one context at once gain nothing (3.9-5.0 us a call either
+ * way: the context's launch path is shared). The rewrite affects only later launches (CUDA copies the
  * arguments), and the launches of one graph run in the order they were queued.
  *
  * <p>The graph is instantiated here, once: instantiating may wait for the GPU's running kernels, which

@@ -107,13 +107,14 @@ final class GpuLauncher {
             this.programmaticMaxBlocks = 0;
         }
         // Made here, before the communicator's first collective (GraphLaunch says why).
-        if (connection.devComm != null && "graph".equalsIgnoreCase(params.get(Params.STREAM_LAUNCH))
-                && GraphLaunch.unavailable() == null) {
-            this.graphLaunch = c.own(new GraphLaunch(device, c.module.function(GpuPlan.oneShotKernelName(DataType.FLOAT32)),
-                    argsView, where));
-        } else {
-            this.graphLaunch = null;
+        boolean graph = connection.devComm != null && "graph".equalsIgnoreCase(params.get(Params.STREAM_LAUNCH));
+        if (graph && GraphLaunch.unavailable() != null) {
+            log.warn(Subsys.INIT, "rank %d: SPARKCCL_STREAM_LAUNCH=graph, but %s; stream-ordered calls launch their kernels",
+                    rank, GraphLaunch.unavailable());
+            graph = false;
         }
+        this.graphLaunch = graph ? c.own(new GraphLaunch(device, c.module.function(GpuPlan.oneShotKernelName(DataType.FLOAT32)),
+                argsView, where)) : null;
     }
 
     // ---- Blocking calls: launch, then wait on the host. ---------------------------------------------
