@@ -15,17 +15,21 @@ final class DriverDirect {
     static final String UNAVAILABLE;
 
     static {
-        String reason = null;
-        try {
-            Native.register(DriverDirect.class, "libcuda.so.1");
-        } catch (LinkageError | RuntimeException e) {
-            reason = "the CUDA driver's calls that JCuda lacks (virtual memory, stream memory operations,"
-                    + " cuLaunchKernelEx) could not be bound through JNA: " + e;
-        }
-        UNAVAILABLE = reason;
+        UNAVAILABLE = bind(DriverDirect.class, "the CUDA driver's calls that JCuda lacks (virtual memory, stream memory"
+                + " operations, cuLaunchKernelEx)");
     }
 
     private DriverDirect() {
+    }
+
+    /** Binds {@code natives}' native methods to the driver library: null, or why {@code calls} could not be bound. */
+    private static String bind(Class<?> natives, String calls) {
+        try {
+            Native.register(natives, "libcuda.so.1");
+            return null;
+        } catch (LinkageError | RuntimeException e) {
+            return calls + " could not be bound through JNA: " + e;
+        }
     }
 
     static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
@@ -64,16 +68,8 @@ final class DriverDirect {
         static final String UNAVAILABLE;
 
         static {
-            String reason = DriverDirect.UNAVAILABLE;
-            if (reason == null) {
-                try {
-                    Native.register(Graphs.class, "libcuda.so.1");
-                } catch (LinkageError | RuntimeException e) {
-                    reason = "the CUDA driver's graph kernel node update (cuGraphExecKernelNodeSetParams_v2, CUDA 12)"
-                            + " could not be bound through JNA: " + e;
-                }
-            }
-            UNAVAILABLE = reason;
+            UNAVAILABLE = DriverDirect.UNAVAILABLE != null ? DriverDirect.UNAVAILABLE
+                    : bind(Graphs.class, "the CUDA driver's graph kernel node update (cuGraphExecKernelNodeSetParams_v2, CUDA 12)");
         }
 
         private Graphs() {

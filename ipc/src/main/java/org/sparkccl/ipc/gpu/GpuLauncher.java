@@ -318,27 +318,23 @@ final class GpuLauncher {
         GpuPlan plan = c.tuner.plan(kind, count, type, size);
         CollectiveHeader header = new CollectiveHeader(++sequence, kind, type, op, plan.protocol, root, count);
         putArgs(header, plan, send, recv, DevCommLayout.ARG_FLAG_STREAM);
-        if (viaStreamResident(plan, count * type.size(), on)) {
+        // Neither the stream-resident kernel nor the launch graph takes a call that is being captured (a graph
+        // replays what was captured: a launch replays, a doorbell or a rewritten node does not). The driver
+        // is asked once, and only where one of them could take the call.
+        boolean residentTakes = c.streamResident != null && plan.oneShot && c.resident.takes(count * type.size());
+        boolean capturing = (residentTakes || graphLaunch != null) && on.isCapturing();
+        if (residentTakes && !capturing) {
             try {
                 c.streamResident.enqueue(argsView, on, this::failedOnGpu);
             } catch (CudaException e) {
                 throw failures.failedCuda(header.describe(), e);
             }
-        } else if (graphLaunch != null && !on.isCapturing()) {
+        } else if (graphLaunch != null && !capturing) {
             graphLaunch.launch(c.module.function(plan.kernel), plan.channels, plan.threads, on);
         } else {
             launch(plan, on);
         }
         c.streamCalls.queued(header);
-    }
-
-    /**
-     * Whether this stream-ordered call goes to the stream-resident kernel: a small one-shot call, on a
-     * stream that is not being captured into a CUDA graph (a graph replays what was captured: a launch
-     * replays, a doorbell for one call does not).
-     */
-    private boolean viaStreamResident(GpuPlan plan, long bytes, CudaStream on) {
-        return c.streamResident != null && plan.oneShot && c.resident.takes(bytes) && !on.isCapturing();
     }
 
     /** Whether a kernel has reported a failure in the status words (read without waiting). */

@@ -143,8 +143,8 @@ public final class GpuFloorsBench implements Callable<Integer> {
                     one.launch(stream);
                     stream.synchronize();
                 }));
-                // What a stream-ordered call would cost the host if it replayed a graph kept per call shape
-                // instead of launching: beside "cuLaunchKernel alone" above.
+                // What a stream-ordered call costs the host when it launches a graph instead of a kernel
+                // (SPARKCCL_STREAM_LAUNCH=graph, GraphLaunch): beside "cuLaunchKernel alone" above.
                 report("graph of 1 null kernel, cuGraphLaunch alone, queued back to back", timeQueued(() -> one.launch(stream),
                         stream));
                 report("graph of " + GRAPH_KERNELS + " null kernels, per kernel (GPU back-to-back kernel floor)", perItem(time(() -> {
